@@ -1,0 +1,497 @@
+package udp
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Clock gives monotonic nanoseconds on the clock the loop sleeps on
+// (realtime.Clock satisfies it).
+type Clock interface {
+	Now() int64
+}
+
+// emioapi's defaults (docs/simulink-udp.md §7).
+const (
+	DefaultRemotePort        = 25000
+	DefaultLocalPort         = 25001
+	DefaultBindPort          = 9090
+	DefaultRecvTimeout       = 100 * time.Millisecond
+	DefaultHandshakeInterval = 50 * time.Millisecond
+	DefaultMaxTimeouts       = 3
+	DefaultMaxDesyncs        = 5
+	// DefaultRecvBuffer keeps room for a handful of datagrams only, so that
+	// a backlog is dropped by the kernel rather than replayed (docs/realtime.md §7.2).
+	DefaultRecvBuffer = 4096
+)
+
+// sendRing is how many past send times are kept to measure the latency of
+// replies that answer an older seq.
+const sendRing = 64
+
+// ErrMasterConfig is the sentinel of every invalid MasterConfig.
+var ErrMasterConfig = errors.New("udp: invalid master configuration")
+
+// MasterConfig configures the clock-master side of a link.
+type MasterConfig struct {
+	// Remote is where measurements go (Simulink's UDP Receive, 127.0.0.1:25000).
+	// Replies are accepted only from its address, from any source port.
+	Remote netip.AddrPort
+	// Bind is the source of measurements (0.0.0.0:9090): the shipped models
+	// accept only from port 9090.
+	Bind netip.AddrPort
+	// Listen is where replies arrive (0.0.0.0:25001).
+	Listen netip.AddrPort
+	// MeasureLen is send_size: 3·nb_markers + 4 values after seq.
+	MeasureLen int
+	// CommandLen is recv_size: 4 values after seq.
+	CommandLen int
+	// RecvTimeout bounds the wait for a reply (0.1 s); the window never runs
+	// past the deadline passed to Exchange.
+	RecvTimeout time.Duration
+	// HandshakeInterval is how often seq −1 packets are resent (50 ms).
+	HandshakeInterval time.Duration
+	// MaxTimeouts and MaxDesyncs are the consecutive counts that start a
+	// re-handshake (3 and 5).
+	MaxTimeouts, MaxDesyncs int
+	// RecvBuffer is SO_RCVBUF of the reply socket in bytes; 0 = default.
+	RecvBuffer int
+}
+
+// DefaultMasterConfig returns emioapi's endpoints for nbMarkers markers.
+func DefaultMasterConfig(nbMarkers int) MasterConfig {
+	return MasterConfig{
+		Remote:            netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), DefaultRemotePort),
+		Bind:              netip.AddrPortFrom(netip.IPv4Unspecified(), DefaultBindPort),
+		Listen:            netip.AddrPortFrom(netip.IPv4Unspecified(), DefaultLocalPort),
+		MeasureLen:        3*nbMarkers + 4,
+		CommandLen:        4,
+		RecvTimeout:       DefaultRecvTimeout,
+		HandshakeInterval: DefaultHandshakeInterval,
+		MaxTimeouts:       DefaultMaxTimeouts,
+		MaxDesyncs:        DefaultMaxDesyncs,
+		RecvBuffer:        DefaultRecvBuffer,
+	}
+}
+
+func (c *MasterConfig) validate() error {
+	bad := func(field string, v any, want string) error {
+		return fmt.Errorf("%w: %s = %v, want %s", ErrMasterConfig, field, v, want)
+	}
+	switch {
+	case !c.Remote.IsValid() || c.Remote.Port() == 0 || c.Remote.Addr().IsUnspecified():
+		return bad("remote", c.Remote, "a host address and a port in 1..65535")
+	case !c.Bind.IsValid():
+		return bad("bind", c.Bind, "an address and port (port 0 = ephemeral)")
+	case !c.Listen.IsValid():
+		return bad("listen", c.Listen, "an address and port (port 0 = ephemeral)")
+	case c.MeasureLen < 1 || c.MeasureLen > 1000:
+		return bad("measure_len", c.MeasureLen, "1..1000")
+	case c.CommandLen < 1 || c.CommandLen > 1000:
+		return bad("command_len", c.CommandLen, "1..1000")
+	case c.RecvTimeout <= 0 || c.RecvTimeout > 10*time.Second:
+		return bad("recv_timeout", c.RecvTimeout, "0 < t ≤ 10s")
+	case c.HandshakeInterval < time.Millisecond || c.HandshakeInterval > 10*time.Second:
+		return bad("handshake_interval", c.HandshakeInterval, "1ms..10s")
+	case c.MaxTimeouts < 1 || c.MaxTimeouts > 1000000:
+		return bad("max_timeouts", c.MaxTimeouts, "1..1000000")
+	case c.MaxDesyncs < 1 || c.MaxDesyncs > 1000000:
+		return bad("max_desyncs", c.MaxDesyncs, "1..1000000")
+	case c.RecvBuffer < 0 || c.RecvBuffer > 64<<20:
+		return bad("recv_buffer", c.RecvBuffer, "0..64MiB")
+	}
+	return nil
+}
+
+// MasterStats is a snapshot of a master's counters, safe to read from any
+// goroutine while the loop runs.
+type MasterStats struct {
+	Seq          int64
+	Synced       bool
+	Sent         uint64
+	SendErrors   uint64
+	Handshakes   uint64 // completed handshakes, the first included
+	Status       [NumStatus]uint64
+	Dropped      [NumDropReason]uint64
+	Late         uint64
+	LastLatency  time.Duration
+	LastStatus   Status
+	Consecutive  int64 // current run of timeouts or desyncs
+	ReceiveError uint64
+}
+
+// Master is the clock-master side of the emioapi protocol (docs/simulink-udp.md
+// §3–§6, §14): the side that owns seq. It is driven by one goroutine, the loop,
+// through Exchange; Stats may be read concurrently.
+//
+// It keeps emioapi's wire behaviour exactly and improves what Simulink cannot
+// see: the last good command is held on TIMEOUT, DESYNC and RECONNECTED; late
+// replies are measured and counted; datagrams of the wrong size, from another
+// host or holding NaN/Inf are dropped and counted; the receive window never
+// runs past the caller's deadline.
+type Master struct {
+	cfg   MasterConfig
+	clock Clock
+	obs   Observer
+
+	tx, rx     *rawSocket
+	remoteSA   unix.Sockaddr
+	remoteAddr netip.Addr
+
+	out     []byte    // one measurement datagram
+	in      []byte    // one reply datagram, plus one byte to see oversize
+	hsPkt   []byte    // the handshake datagram: seq −1 and zeros
+	vals    []float64 // decoded reply payload
+	pending []float64 // a late reply kept while waiting for the on-time one
+
+	synced     bool
+	everSynced bool
+	seq        int64
+	lastAcc    int64 // highest seq whose reply was accepted since the handshake
+	echo       bool  // the partner answered seq with seq at least once
+	timeouts   int
+	desyncs    int
+	nextHS     int64
+	sendTimes  [sendRing]int64
+
+	st struct {
+		seq, latency, consec             atomic.Int64
+		synced                           atomic.Bool
+		sent, sendErr, hs, late, recvErr atomic.Uint64
+		last                             atomic.Uint32
+		status                           [NumStatus]atomic.Uint64
+		dropped                          [NumDropReason]atomic.Uint64
+	}
+}
+
+// NewMaster validates cfg and binds both sockets. obs may be nil.
+func NewMaster(cfg MasterConfig, clock Clock, obs Observer) (*Master, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if obs == nil {
+		obs = NopObserver{}
+	}
+	v6 := cfg.Remote.Addr().Unmap().Is6()
+	tx, err := openSocket(cfg.Bind, v6, 0)
+	if err != nil {
+		return nil, err
+	}
+	rx, err := openSocket(cfg.Listen, v6, cfg.RecvBuffer)
+	if err != nil {
+		tx.close()
+		return nil, err
+	}
+	m := &Master{
+		cfg: cfg, clock: clock, obs: obs, tx: tx, rx: rx,
+		remoteSA:   sockaddr(cfg.Remote, v6),
+		remoteAddr: cfg.Remote.Addr().Unmap(),
+		out:        make([]byte, DatagramSize(cfg.MeasureLen)),
+		in:         make([]byte, DatagramSize(cfg.CommandLen)+1),
+		hsPkt:      make([]byte, DatagramSize(cfg.MeasureLen)),
+		vals:       make([]float64, cfg.CommandLen),
+		pending:    make([]float64, cfg.CommandLen),
+	}
+	zeros := make([]float64, cfg.MeasureLen)
+	if _, err := MarshalTo(m.hsPkt, HandshakeSeq, zeros); err != nil {
+		m.Close()
+		return nil, err
+	}
+	m.st.seq.Store(HandshakeSeq)
+	return m, nil
+}
+
+// Close releases both sockets. Exchange must not run concurrently with Close.
+func (m *Master) Close() error {
+	return errors.Join(m.tx.close(), m.rx.close())
+}
+
+// LocalAddr returns the bound source address of measurements.
+func (m *Master) LocalAddr() (netip.AddrPort, error) { return m.tx.localAddr() }
+
+// ListenAddr returns the bound address replies arrive on.
+func (m *Master) ListenAddr() (netip.AddrPort, error) { return m.rx.localAddr() }
+
+// Config returns the master's configuration.
+func (m *Master) Config() MasterConfig { return m.cfg }
+
+// Synced reports whether a handshake has completed and exchanges run.
+func (m *Master) Synced() bool { return m.synced }
+
+// Resync forces a new handshake at the next Exchange, as after too many
+// timeouts (used when the operator or the supervisor asks for it).
+func (m *Master) Resync() { m.synced = false }
+
+// Exchange runs one tick of the protocol. deadline (monotonic ns) is when the
+// receive window must close at the latest: the next tick's deadline less a
+// margin. measure holds MeasureLen values. command is written only when the
+// status is OK or OK_NO_DELAY; otherwise it is left as it was, so the caller
+// holds the last good command. It never allocates.
+func (m *Master) Exchange(measure, command []float64, deadline int64) Status {
+	var s Status
+	if !m.synced {
+		s = m.handshake(deadline)
+	} else {
+		s = m.exchange(measure, command, deadline)
+	}
+	m.st.status[s].Add(1)
+	m.st.last.Store(uint32(s))
+	m.obs.Exchanged(s)
+	return s
+}
+
+// handshake sends seq −1 packets every HandshakeInterval until any valid
+// datagram arrives or the window closes (docs/simulink-udp.md §4).
+func (m *Master) handshake(deadline int64) Status {
+	for {
+		now := m.clock.Now()
+		if now >= m.nextHS {
+			m.send(m.hsPkt)
+			m.nextHS = now + int64(m.cfg.HandshakeInterval)
+		}
+		until := min(m.nextHS, deadline)
+		if m.await(until - now) {
+			for {
+				n, ok := m.next()
+				if !ok {
+					break
+				}
+				if _, good := m.decode(n); good {
+					return m.synchronised()
+				}
+			}
+		}
+		if m.clock.Now() >= deadline {
+			return Handshaking
+		}
+	}
+}
+
+func (m *Master) synchronised() Status {
+	// Unlike emioapi, replies to earlier handshake packets are flushed so that
+	// they cannot be read as answers to seq 0 and 1.
+	m.flush()
+	m.synced = true
+	m.seq = 0
+	m.lastAcc = HandshakeSeq - 1
+	m.echo = false
+	m.timeouts, m.desyncs = 0, 0
+	m.nextHS = 0
+	m.st.hs.Add(1)
+	m.st.synced.Store(true)
+	m.st.seq.Store(0)
+	m.st.consec.Store(0)
+	if m.everSynced {
+		return Reconnected
+	}
+	m.everSynced = true
+	return Handshaking
+}
+
+func (m *Master) exchange(measure, command []float64, deadline int64) Status {
+	seq := m.seq
+	if _, err := MarshalTo(m.out, seq, measure); err != nil {
+		// A measure of the wrong length is a wiring bug; never send another size.
+		return m.finish(Timeout)
+	}
+	sent := m.clock.Now()
+	m.send(m.out)
+	m.sendTimes[seq%sendRing] = sent
+	closeAt := min(sent+int64(m.cfg.RecvTimeout), deadline)
+
+	havePending := false
+	for {
+		now := m.clock.Now()
+		if !m.await(closeAt - now) {
+			if m.clock.Now() >= closeAt {
+				break
+			}
+			continue
+		}
+		for {
+			n, ok := m.next()
+			if !ok {
+				break
+			}
+			back, good := m.decode(n)
+			if !good {
+				continue
+			}
+			switch {
+			case back == seq:
+				m.accept(back, false)
+				copy(command, m.vals)
+				m.echo = true
+				return m.finish(OKNoDelay)
+			case back == seq-1 && back > m.lastAcc:
+				// A partner that has echoed seq answers on time; its reply to
+				// seq−1 arrived after that tick's window closed. A partner
+				// one tick behind by design is never late.
+				late := m.echo
+				m.accept(back, late)
+				if !late {
+					copy(command, m.vals)
+					return m.finish(OK)
+				}
+				// A reply to the previous tick, late: keep it and wait for
+				// this tick's own reply until the window closes.
+				copy(m.pending, m.vals)
+				havePending = true
+			case havePending:
+				m.drop(DropStale)
+			default:
+				// The first reply of the tick answers neither seq nor seq−1:
+				// hold, flush and count, never apply its payload.
+				m.flush()
+				return m.finish(Desync)
+			}
+		}
+	}
+	if havePending {
+		copy(command, m.pending)
+		return m.finish(OK)
+	}
+	return m.finish(Timeout)
+}
+
+// accept records an accepted reply to back.
+func (m *Master) accept(back int64, late bool) {
+	m.lastAcc = back
+	if back >= 0 && m.seq-back < sendRing {
+		lat := m.clock.Now() - m.sendTimes[back%sendRing]
+		m.st.latency.Store(lat)
+		if late {
+			m.st.late.Add(1)
+		}
+		m.obs.Reply(lat, late)
+	}
+}
+
+// finish applies the counters of emioapi's send_and_receive: seq advances
+// after every exchange, consecutive timeouts or desyncs start a re-handshake.
+func (m *Master) finish(s Status) Status {
+	switch s {
+	case OK, OKNoDelay:
+		m.timeouts, m.desyncs = 0, 0
+	case Desync:
+		m.timeouts = 0
+		m.desyncs++
+		if m.desyncs >= m.cfg.MaxDesyncs {
+			m.lose()
+		}
+	case Timeout:
+		m.timeouts++
+		if m.timeouts >= m.cfg.MaxTimeouts {
+			m.lose()
+		}
+	}
+	m.seq++
+	m.st.seq.Store(m.seq)
+	m.st.consec.Store(int64(max(m.timeouts, m.desyncs)))
+	return s
+}
+
+func (m *Master) lose() {
+	m.synced = false
+	m.nextHS = 0
+	m.st.synced.Store(false)
+}
+
+func (m *Master) send(b []byte) {
+	if err := m.tx.send(b, m.remoteSA); err != nil {
+		m.st.sendErr.Add(1)
+		return
+	}
+	m.st.sent.Add(1)
+}
+
+// await waits up to ns for the reply socket to be readable.
+func (m *Master) await(ns int64) bool {
+	ok, err := m.rx.wait(ns)
+	if err != nil {
+		m.st.recvErr.Add(1)
+	}
+	return ok
+}
+
+// next reads one queued datagram into m.in; ok is false when none is queued.
+// Datagrams from other hosts are dropped here.
+func (m *Master) next() (int, bool) {
+	for {
+		n, match, ok, err := m.rx.recv(m.in, m.remoteAddr)
+		if err != nil {
+			m.st.recvErr.Add(1)
+			return 0, false
+		}
+		if !ok {
+			return 0, false
+		}
+		if !match {
+			m.drop(DropSource)
+			continue
+		}
+		return n, true
+	}
+}
+
+// decode checks one datagram of n bytes and decodes it into m.vals.
+func (m *Master) decode(n int) (int64, bool) {
+	if n > len(m.in) {
+		n = len(m.in) // oversized: MSG_TRUNC reported the real length
+	}
+	back, err := Unmarshal(m.in[:n], m.vals)
+	switch {
+	case err == nil:
+		return back, true
+	case errors.Is(err, ErrNonFinite):
+		m.drop(DropNonFinite)
+	case errors.Is(err, ErrSeq):
+		m.drop(DropSeq)
+	default:
+		m.drop(DropSize)
+	}
+	return 0, false
+}
+
+func (m *Master) drop(r DropReason) {
+	m.st.dropped[r].Add(1)
+	m.obs.Dropped(r)
+}
+
+// flush discards every queued datagram.
+func (m *Master) flush() {
+	for {
+		_, _, ok, err := m.rx.recv(m.in, m.remoteAddr)
+		if err != nil || !ok {
+			return
+		}
+		m.drop(DropFlushed)
+	}
+}
+
+// Stats returns a snapshot of the counters; safe from any goroutine.
+func (m *Master) Stats() MasterStats {
+	var s MasterStats
+	s.Seq = m.st.seq.Load()
+	s.Synced = m.st.synced.Load()
+	s.Sent = m.st.sent.Load()
+	s.SendErrors = m.st.sendErr.Load()
+	s.Handshakes = m.st.hs.Load()
+	s.Late = m.st.late.Load()
+	s.LastLatency = time.Duration(m.st.latency.Load())
+	s.LastStatus = Status(m.st.last.Load())
+	s.Consecutive = m.st.consec.Load()
+	s.ReceiveError = m.st.recvErr.Load()
+	for i := range s.Status {
+		s.Status[i] = m.st.status[i].Load()
+	}
+	for i := range s.Dropped {
+		s.Dropped[i] = m.st.dropped[i].Load()
+	}
+	return s
+}

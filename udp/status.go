@@ -1,0 +1,100 @@
+package udp
+
+// Status is the outcome of one tick's exchange, as emioapi's CommStatus, plus
+// Handshaking for ticks spent waiting for the partner to answer seq −1 packets.
+type Status uint8
+
+// Exchange statuses. OK, OKNoDelay, Desync, Timeout and Reconnected keep
+// emioapi's meaning (docs/simulink-udp.md §3, §6).
+const (
+	// Handshaking: the master is sending seq −1 packets and no exchange ran.
+	Handshaking Status = iota
+	// OK: the reply's seq is seq−1 (a partner one tick behind by design).
+	OK
+	// OKNoDelay: the reply's seq is seq (what the shipped Simulink models do).
+	OKNoDelay
+	// Desync: the first reply had any other seq; the queue was flushed and the
+	// last good command is held.
+	Desync
+	// Timeout: no valid reply arrived in the receive window; the last good
+	// command is held.
+	Timeout
+	// Reconnected: a re-handshake after too many timeouts or desyncs completed
+	// in this tick; seq restarts at 0 on the next tick.
+	Reconnected
+	numStatus
+)
+
+// NumStatus is the number of Status values, for tables indexed by Status.
+const NumStatus = int(numStatus)
+
+var statusNames = [numStatus]string{"HANDSHAKING", "OK", "OK_NO_DELAY", "DESYNC", "TIMEOUT", "RECONNECTED"}
+
+// String returns the emioapi spelling of the status.
+func (s Status) String() string {
+	if s < numStatus {
+		return statusNames[s]
+	}
+	return "UNKNOWN"
+}
+
+// Success reports whether the status carries a fresh command (OK or OK_NO_DELAY).
+func (s Status) Success() bool { return s == OK || s == OKNoDelay }
+
+// DropReason says why a received datagram was discarded without being used.
+type DropReason uint8
+
+// Reasons for dropping a datagram. None of them is fatal.
+const (
+	// DropSize: the datagram's length is not the configured one (either way).
+	DropSize DropReason = iota
+	// DropSource: the datagram came from a host other than the configured remote.
+	DropSource
+	// DropNonFinite: the datagram holds a NaN or ±Inf.
+	DropNonFinite
+	// DropSeq: the sequence number is not representable (beyond ±2^53).
+	DropSeq
+	// DropStale: a reply to a seq already answered, or superseded by a newer reply.
+	DropStale
+	// DropFlushed: discarded by the flush that follows a DESYNC or a handshake.
+	DropFlushed
+	numDropReason
+)
+
+// NumDropReason is the number of DropReason values.
+const NumDropReason = int(numDropReason)
+
+var dropNames = [numDropReason]string{"size", "source", "nonfinite", "seq", "stale", "flushed"}
+
+// String returns the metric label of the reason.
+func (r DropReason) String() string {
+	if r < numDropReason {
+		return dropNames[r]
+	}
+	return "unknown"
+}
+
+// Observer receives what the master sees, from the loop thread. Implementations
+// must not block or allocate (Prometheus counters and histograms qualify).
+type Observer interface {
+	// Exchanged is called once per tick with the tick's status.
+	Exchanged(s Status)
+	// Reply is called for every accepted reply with the time since the send of
+	// the seq it answers, in nanoseconds; late marks a reply that arrived after
+	// the receive window of that seq had closed.
+	Reply(latencyNs int64, late bool)
+	// Dropped is called for every datagram discarded unused.
+	Dropped(r DropReason)
+}
+
+// NopObserver ignores everything.
+type NopObserver struct{}
+
+// Exchanged implements Observer.
+func (NopObserver) Exchanged(Status) {}
+
+// Reply implements Observer.
+func (NopObserver) Reply(int64, bool) {}
+
+// Dropped implements Observer.
+func (NopObserver) Dropped(DropReason) {}
