@@ -1,0 +1,236 @@
+package metrics
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/labbridge/bridge/udp"
+)
+
+// Link holds the metric handles of one link. ObserveTick, ObserveOverrun, the
+// udp.Observer methods and the reject counters allocate nothing and take no
+// lock: every series is resolved when the Link is created.
+type Link struct {
+	name string
+	coll *linkCollector
+
+	ticks, overruns, lateReplies, stateChanges prometheus.Counter
+	rejNonFinite, rejLength, rejClamped        prometheus.Counter
+	status                                     [udp.NumStatus]prometheus.Counter
+	dropped                                    [udp.NumDropReason]prometheus.Counter
+	restarts                                   *prometheus.CounterVec
+}
+
+var _ udp.Observer = (*Link)(nil)
+
+// linkCollector reports the metrics of one link whose value or layout is
+// specific to that link: histograms with period-derived buckets, the lateness
+// maximum that resets at each scrape, and the link state set.
+type linkCollector struct {
+	lateness, cycle, reply prometheus.Histogram
+	maxDesc, stateDesc     *prometheus.Desc
+
+	// maxLateNs is the largest lateness since the last Collect. The loop
+	// raises it with a CAS loop; Collect swaps it to 0, so each scrape reports
+	// the maximum of its own window. Several scrapers therefore share windows:
+	// each sees the maximum since whichever scrape came before it.
+	maxLateNs atomic.Int64
+	// state indexes linkStates. A single atomic makes the state set
+	// consistent: a scrape never sees zero or two states at 1.
+	state atomic.Int32
+}
+
+func newLink(s *Set, name string, period time.Duration) (*Link, error) {
+	constLabels := prometheus.Labels{"link": name}
+	buckets := Buckets(period)
+	hist := func(n, help string) prometheus.Histogram {
+		return prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Name: n, Help: help, ConstLabels: constLabels, Buckets: buckets,
+		})
+	}
+	c := &linkCollector{
+		lateness: hist("loop_wakeup_lateness_seconds", "Loop wake-up time minus the tick's deadline."),
+		cycle:    hist("loop_cycle_duration_seconds", "Work time per loop tick."),
+		reply:    hist("link_reply_latency_seconds", "Time from the send of a seq to its reply."),
+		maxDesc: prometheus.NewDesc(prometheus.BuildFQName(namespace, "loop", "lateness_max_seconds"),
+			"Largest loop wake-up lateness since the previous scrape.", nil, constLabels),
+		stateDesc: prometheus.NewDesc(prometheus.BuildFQName(namespace, "link", "state"),
+			"Link state as a state set: exactly one state is 1.", []string{"state"}, constLabels),
+	}
+	if err := s.reg.Register(c); err != nil {
+		return nil, fmt.Errorf("%w: link %q: %w", ErrRegister, name, err)
+	}
+	l := &Link{name: name, coll: c, restarts: s.restarts}
+	if err := l.resolve(s, period); err != nil {
+		// Leave no half-made link behind, so the name can be tried again.
+		s.reg.Unregister(c)
+		match := prometheus.Labels{"link": name}
+		for _, v := range []*prometheus.CounterVec{s.ticks, s.overruns, s.lateReplies, s.stateChanges, s.status, s.dropped, s.rejected} {
+			v.DeletePartialMatch(match)
+		}
+		s.period.DeletePartialMatch(match)
+		return nil, fmt.Errorf("%w: link %q: %w", ErrRegister, name, err)
+	}
+	return l, nil
+}
+
+// resolve looks up every counter child of the link once, creating the series so
+// that they are exported at 0 before anything happens.
+func (l *Link) resolve(s *Set, period time.Duration) error {
+	var err error
+	get := func(v *prometheus.CounterVec, lvs ...string) prometheus.Counter {
+		c, e := v.GetMetricWithLabelValues(lvs...)
+		if e != nil && err == nil {
+			err = e
+		}
+		return c
+	}
+	l.ticks = get(s.ticks, l.name)
+	l.overruns = get(s.overruns, l.name)
+	l.lateReplies = get(s.lateReplies, l.name)
+	l.stateChanges = get(s.stateChanges, l.name)
+	l.rejNonFinite = get(s.rejected, l.name, RejectNonFinite)
+	l.rejLength = get(s.rejected, l.name, RejectLength)
+	l.rejClamped = get(s.rejected, l.name, RejectClamped)
+	for i := range l.status {
+		l.status[i] = get(s.status, l.name, udp.Status(i).String())
+	}
+	for i := range l.dropped {
+		l.dropped[i] = get(s.dropped, l.name, udp.DropReason(i).String())
+	}
+	if err != nil {
+		return err
+	}
+	g, err := s.period.GetMetricWithLabelValues(l.name)
+	if err != nil {
+		return err
+	}
+	g.Set(period.Seconds())
+	return nil
+}
+
+// Name returns the link label.
+func (l *Link) Name() string { return l.name }
+
+func seconds(ns int64) float64 { return float64(max(ns, 0)) / 1e9 }
+
+// ObserveTick records one executed tick: its wake-up lateness and its work
+// time, in nanoseconds. Negative values (an early wake-up) count as 0.
+func (l *Link) ObserveTick(latenessNs, workNs int64) {
+	l.ticks.Inc()
+	l.coll.lateness.Observe(seconds(latenessNs))
+	l.coll.cycle.Observe(seconds(workNs))
+	for {
+		cur := l.coll.maxLateNs.Load()
+		if latenessNs <= cur || l.coll.maxLateNs.CompareAndSwap(cur, latenessNs) {
+			return
+		}
+	}
+}
+
+// ObserveOverrun counts periods skipped by an overrunning tick; periods <= 0
+// is ignored (a counter never goes down).
+func (l *Link) ObserveOverrun(periods int) {
+	if periods > 0 {
+		l.overruns.Add(float64(periods))
+	}
+}
+
+// Exchanged implements udp.Observer: one call per tick with its status.
+// Unknown statuses are ignored.
+func (l *Link) Exchanged(s udp.Status) {
+	if int(s) < len(l.status) {
+		l.status[s].Inc()
+	}
+}
+
+// Reply implements udp.Observer: it records the reply latency (negative counts
+// as 0) and counts late replies.
+func (l *Link) Reply(latencyNs int64, late bool) {
+	l.coll.reply.Observe(seconds(latencyNs))
+	if late {
+		l.lateReplies.Inc()
+	}
+}
+
+// Dropped implements udp.Observer. Unknown reasons are ignored.
+func (l *Link) Dropped(r udp.DropReason) {
+	if int(r) < len(l.dropped) {
+		l.dropped[r].Inc()
+	}
+}
+
+// RejectedNonFinite counts a command refused because it held a NaN or ±Inf.
+func (l *Link) RejectedNonFinite() { l.rejNonFinite.Inc() }
+
+// RejectedLength counts a command refused because of its length.
+func (l *Link) RejectedLength() { l.rejLength.Inc() }
+
+// Clamped counts a command clamped to the configured limits.
+func (l *Link) Clamped() { l.rejClamped.Inc() }
+
+// SetState sets the link state (one of LinkStates) and counts the change if it
+// is one. An unknown state returns an error wrapping ErrInvalid and changes
+// nothing. Safe for concurrent use.
+func (l *Link) SetState(state string) error {
+	for i, s := range linkStates {
+		if s == state {
+			if old := l.coll.state.Swap(int32(i)); old != int32(i) {
+				l.stateChanges.Inc()
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: link %q: state %q (want one of %s)",
+		ErrInvalid, l.name, state, strings.Join(linkStates[:], ", "))
+}
+
+// State returns the current link state.
+func (l *Link) State() string { return linkStates[l.coll.state.Load()] }
+
+// DeviceRestart counts a reconnection of the named device. It looks the series
+// up by label, so it belongs off the loop thread. Invalid UTF-8 in device is
+// replaced rather than refused: the restart still counts.
+func (l *Link) DeviceRestart(device string) {
+	c, err := l.restarts.GetMetricWithLabelValues(l.name, strings.ToValidUTF8(device, "\uFFFD"))
+	if err == nil { // cannot fail: two labels, valid UTF-8
+		c.Inc()
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *linkCollector) Describe(ch chan<- *prometheus.Desc) {
+	c.lateness.Describe(ch)
+	c.cycle.Describe(ch)
+	c.reply.Describe(ch)
+	ch <- c.maxDesc
+	ch <- c.stateDesc
+}
+
+// Collect implements prometheus.Collector. It resets the lateness maximum.
+func (c *linkCollector) Collect(ch chan<- prometheus.Metric) {
+	c.lateness.Collect(ch)
+	c.cycle.Collect(ch)
+	c.reply.Collect(ch)
+	ch <- constMetric(c.maxDesc, seconds(c.maxLateNs.Swap(0)))
+	cur := int(c.state.Load())
+	for i, s := range linkStates {
+		v := 0.0
+		if i == cur {
+			v = 1
+		}
+		ch <- constMetric(c.stateDesc, v, s)
+	}
+}
+
+func constMetric(d *prometheus.Desc, v float64, lvs ...string) prometheus.Metric {
+	m, err := prometheus.NewConstMetric(d, prometheus.GaugeValue, v, lvs...)
+	if err != nil {
+		return prometheus.NewInvalidMetric(d, err)
+	}
+	return m
+}

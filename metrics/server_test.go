@@ -1,0 +1,165 @@
+package metrics
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// startServer serves reg until the test ends and returns the base URL.
+func startServer(t *testing.T, reg prometheus.Gatherer, health func() error) string {
+	t.Helper()
+	srv, err := Listen("127.0.0.1:0", reg, health, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatalf("Listen: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve returned %v after cancel, want nil", err)
+		}
+		if err := srv.Serve(context.Background()); !errors.Is(err, ErrServed) {
+			t.Errorf("second Serve = %v, want ErrServed", err)
+		}
+	})
+	return "http://" + srv.Addr().String()
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+// sample returns the value of the exposition line starting with series.
+func sample(t *testing.T, body, series string) float64 {
+	t.Helper()
+	sc := bufio.NewScanner(strings.NewReader(body))
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), series+" ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.Fields(rest)[0], 64)
+		if err != nil {
+			t.Fatalf("%s: %v", series, err)
+		}
+		return v
+	}
+	t.Fatalf("series %s not in scrape:\n%.2000s", series, body)
+	return 0
+}
+
+func TestServerScrape(t *testing.T) {
+	reg, s := newSet(t)
+	l, err := s.Link("x", 10*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 7 {
+		l.ObserveTick(30_000, 100_000)
+	}
+	base := startServer(t, reg, nil)
+
+	code, body := get(t, base+"/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: %d", code)
+	}
+	if v := sample(t, body, `bridge_loop_ticks_total{link="x"}`); v != 7 {
+		t.Errorf(`bridge_loop_ticks_total{link="x"} = %v, want 7`, v)
+	}
+	if v := sample(t, body, `bridge_loop_wakeup_lateness_seconds_bucket{link="x",le="0.01"}`); v != 7 {
+		t.Errorf("lateness bucket at the period = %v, want 7", v)
+	}
+	if v := sample(t, body, `bridge_link_state{link="x",state="starting"}`); v != 1 {
+		t.Errorf("state starting = %v, want 1", v)
+	}
+	sample(t, body, "go_goroutines")
+
+	for _, tt := range []struct {
+		path     string
+		code     int
+		contains string
+	}{
+		{"/", http.StatusOK, "/metrics"},
+		{"/healthz", http.StatusOK, "ok"},
+		{"/nope", http.StatusNotFound, ""},
+	} {
+		code, body := get(t, base+tt.path)
+		if code != tt.code || !strings.Contains(body, tt.contains) {
+			t.Errorf("GET %s = %d %q, want %d containing %q", tt.path, code, body, tt.code, tt.contains)
+		}
+	}
+}
+
+func TestServerHealth(t *testing.T) {
+	var failing atomic.Bool
+	health := func() error {
+		if failing.Load() {
+			return errors.New("link servo degraded")
+		}
+		return nil
+	}
+	base := startServer(t, prometheus.NewRegistry(), health)
+	tests := []struct {
+		fail bool
+		code int
+		body string
+	}{
+		{false, http.StatusOK, "ok\n"},
+		{true, http.StatusServiceUnavailable, "link servo degraded\n"},
+		{false, http.StatusOK, "ok\n"},
+	}
+	for _, tt := range tests {
+		failing.Store(tt.fail)
+		code, body := get(t, base+"/healthz")
+		if code != tt.code || body != tt.body {
+			t.Errorf("fail=%v: /healthz = %d %q, want %d %q", tt.fail, code, body, tt.code, tt.body)
+		}
+	}
+}
+
+func TestListenErrors(t *testing.T) {
+	if _, err := Listen("127.0.0.1:0", nil, nil, nil); !errors.Is(err, ErrInvalid) {
+		t.Errorf("nil gatherer: %v, want ErrInvalid", err)
+	}
+	srv, err := Listen("127.0.0.1:0", prometheus.NewRegistry(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The port is taken while srv holds it.
+	if _, err := Listen(srv.Addr().String(), prometheus.NewRegistry(), nil, nil); err == nil || !strings.HasPrefix(err.Error(), "metrics: listen") {
+		t.Errorf("Listen on a busy port: %v", err)
+	}
+	if err := srv.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if err := srv.Serve(context.Background()); !errors.Is(err, ErrServed) {
+		t.Errorf("Serve after Close = %v, want ErrServed", err)
+	}
+}
