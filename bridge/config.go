@@ -1,0 +1,428 @@
+package bridge
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"net/netip"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/labbridge/bridge/udp"
+)
+
+// Duration is a TOML string such as "100ms".
+type Duration struct{ time.Duration }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("duration %q: want a number with a unit, like \"100ms\"", b)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// Config is a bridge.toml file.
+type Config struct {
+	Service ServiceConfig `toml:"service"`
+	Links   []LinkFile    `toml:"link"`
+}
+
+// ServiceConfig holds process-wide settings.
+type ServiceConfig struct {
+	// Metrics is the listen address of /metrics and /healthz; "" disables it.
+	Metrics   string `toml:"metrics"`
+	LogLevel  string `toml:"log_level"`
+	LogFormat string `toml:"log_format"`
+	// GOMAXPROCS: 0 keeps the runtime's choice (docs/realtime.md §3 advises
+	// more Ps than busy goroutines).
+	GOMAXPROCS int `toml:"gomaxprocs"`
+}
+
+// LinkFile is one [[link]] table: a loop, a Simulink UDP endpoint and a plant.
+type LinkFile struct {
+	Name   string   `toml:"name"`
+	RateHz float64  `toml:"rate_hz"`
+	Apply  string   `toml:"apply"`
+	Halt   string   `toml:"halt"`
+	Margin Duration `toml:"window_margin"`
+	// Side and Sort are emioapi's marker frame (top, front, plan) and order
+	// (y, z), used by the camera tracker.
+	Side    string      `toml:"side"`
+	Sort    string      `toml:"sort"`
+	Loop    LoopFile    `toml:"loop"`
+	UDP     UDPFile     `toml:"udp"`
+	Plant   PlantFile   `toml:"plant"`
+	Partner PartnerFile `toml:"partner"`
+}
+
+// LoopFile is [link.loop].
+type LoopFile struct {
+	Priority   int      `toml:"priority"`
+	CPU        *int     `toml:"cpu"`
+	Spin       Duration `toml:"spin"`
+	LockMemory bool     `toml:"lock_memory"`
+}
+
+// UDPFile is [link.udp], emioapi's endpoints and thresholds.
+type UDPFile struct {
+	Remote            string   `toml:"remote"`
+	Bind              string   `toml:"bind"`
+	Listen            string   `toml:"listen"`
+	NbMarkers         *int     `toml:"nb_markers"`
+	RecvTimeout       Duration `toml:"recv_timeout"`
+	HandshakeInterval Duration `toml:"handshake_interval"`
+	MaxTimeouts       int      `toml:"max_timeouts"`
+	MaxDesyncs        int      `toml:"max_desyncs"`
+	RecvBuffer        int      `toml:"recv_buffer"`
+}
+
+// PlantFile is [link.plant]. Kind "sim" is the in-memory Emio plant.
+type PlantFile struct {
+	Kind         string    `toml:"kind"`
+	Motors       int       `toml:"motors"`
+	TimeConstant Duration  `toml:"time_constant"`
+	Initial      []float64 `toml:"initial"`
+	Min          []float64 `toml:"min"`
+	Max          []float64 `toml:"max"`
+	Y0           []float64 `toml:"y0"`
+	J            []float64 `toml:"j"`
+}
+
+// PartnerFile is [link.partner]: the built-in Simulink stand-in of `bridge sim`.
+type PartnerFile struct {
+	Delay      bool               `toml:"delay"`
+	Controller udp.ControllerSpec `toml:"controller"`
+}
+
+// PlantKinds lists the plant kinds this build knows.
+var plantKinds = []string{"sim"}
+
+// ParseConfig decodes and validates a TOML document. Unknown keys are errors.
+func ParseConfig(data []byte) (*Config, error) {
+	var c Config
+	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&c)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("%w: %s", ErrConfig, pe.ErrorWithPosition())
+		}
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, k := range und {
+			keys[i] = k.String()
+		}
+		sort.Strings(keys)
+		return nil, fmt.Errorf("%w: unknown key %s", ErrConfig, strings.Join(keys, ", "))
+	}
+	c.fillDefaults()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// LoadConfig reads and parses a file.
+func LoadConfig(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("bridge: config: %w", err)
+	}
+	c, err := ParseConfig(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+func (c *Config) fillDefaults() {
+	if c.Service.LogLevel == "" {
+		c.Service.LogLevel = "info"
+	}
+	if c.Service.LogFormat == "" {
+		c.Service.LogFormat = "auto"
+	}
+	for i := range c.Links {
+		l := &c.Links[i]
+		if l.RateHz == 0 {
+			l.RateHz = 30
+		}
+		if l.Apply == "" {
+			l.Apply = "previous"
+		}
+		if l.Halt == "" {
+			l.Halt = "hold"
+		}
+		if l.Side == "" {
+			l.Side = "plan"
+		}
+		if l.Sort == "" {
+			l.Sort = "y"
+		}
+		if l.Loop.CPU == nil {
+			l.Loop.CPU = new(-1)
+		}
+		u := &l.UDP
+		def := udp.DefaultMasterConfig(1)
+		if u.Remote == "" {
+			u.Remote = def.Remote.String()
+		}
+		if u.Bind == "" {
+			u.Bind = def.Bind.String()
+		}
+		if u.Listen == "" {
+			u.Listen = def.Listen.String()
+		}
+		if u.NbMarkers == nil {
+			u.NbMarkers = new(1)
+		}
+		if u.RecvTimeout.Duration == 0 {
+			u.RecvTimeout.Duration = def.RecvTimeout
+		}
+		if u.HandshakeInterval.Duration == 0 {
+			u.HandshakeInterval.Duration = def.HandshakeInterval
+		}
+		if u.MaxTimeouts == 0 {
+			u.MaxTimeouts = def.MaxTimeouts
+		}
+		if u.MaxDesyncs == 0 {
+			u.MaxDesyncs = def.MaxDesyncs
+		}
+		if u.RecvBuffer == 0 {
+			u.RecvBuffer = def.RecvBuffer
+		}
+		p := &l.Plant
+		if p.Kind == "" {
+			p.Kind = "sim"
+		}
+		if p.Motors == 0 {
+			p.Motors = 4
+		}
+		if p.TimeConstant.Duration == 0 {
+			p.TimeConstant.Duration = 60 * time.Millisecond
+		}
+		if p.Min == nil {
+			p.Min = repeat(-math.Pi/2, p.Motors)
+		}
+		if p.Max == nil {
+			p.Max = repeat(math.Pi/2, p.Motors)
+		}
+	}
+}
+
+func repeat(v float64, n int) []float64 {
+	s := make([]float64, max(n, 0))
+	for i := range s {
+		s[i] = v
+	}
+	return s
+}
+
+// Validate checks every value and names the key and the allowed range.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key string, v any, want string) {
+		errs = append(errs, fmt.Errorf("%w: %s = %v: want %s", ErrConfig, key, v, want))
+	}
+	switch c.Service.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("service.log_level", quote(c.Service.LogLevel), "debug, info, warn or error")
+	}
+	switch c.Service.LogFormat {
+	case "auto", "text", "json":
+	default:
+		bad("service.log_format", quote(c.Service.LogFormat), "auto, text or json")
+	}
+	if c.Service.Metrics != "" {
+		if _, err := netip.ParseAddrPort(c.Service.Metrics); err != nil {
+			bad("service.metrics", quote(c.Service.Metrics), `"" or host:port with a numeric host, like "127.0.0.1:9310"`)
+		}
+	}
+	if c.Service.GOMAXPROCS < 0 || c.Service.GOMAXPROCS > 256 {
+		bad("service.gomaxprocs", c.Service.GOMAXPROCS, "0..256 (0 = the runtime's choice)")
+	}
+	if len(c.Links) == 0 {
+		errs = append(errs, fmt.Errorf("%w: no [[link]] table: want at least one link", ErrConfig))
+	}
+	names := map[string]bool{}
+	for i := range c.Links {
+		l := &c.Links[i]
+		k := fmt.Sprintf("link[%d]", i)
+		if l.Name != "" {
+			k = fmt.Sprintf("link %q", l.Name)
+		}
+		switch {
+		case l.Name == "":
+			bad(k+".name", `""`, "a non-empty name")
+		case names[l.Name]:
+			bad(k+".name", quote(l.Name), "a name used by no other link")
+		}
+		names[l.Name] = true
+		if !(l.RateHz >= 1 && l.RateHz <= 10000) {
+			bad(k+".rate_hz", l.RateHz, "1..10000")
+		}
+		if _, err := ParseApplyMode(l.Apply); err != nil {
+			bad(k+".apply", quote(l.Apply), "previous or immediate")
+		}
+		if _, err := ParseHaltPolicy(l.Halt); err != nil {
+			bad(k+".halt", quote(l.Halt), "hold or torque_off")
+		}
+		if !contains([]string{"top", "front", "plan"}, l.Side) {
+			bad(k+".side", quote(l.Side), "top, front or plan")
+		}
+		if l.Sort != "y" && l.Sort != "z" {
+			bad(k+".sort", quote(l.Sort), "y or z")
+		}
+		period := time.Duration(float64(time.Second) / max(l.RateHz, 1))
+		if m := l.Margin.Duration; m < 0 || m >= period {
+			bad(k+".window_margin", m, fmt.Sprintf("0 ≤ margin < the period (%v); 0 = automatic", period))
+		}
+		if p := l.Loop.Priority; p < 0 || p > 99 {
+			bad(k+".loop.priority", p, "0..99 (0 = SCHED_OTHER, 80 matches cyclictest -p 80)")
+		}
+		if cpu := *l.Loop.CPU; cpu < -1 || cpu > 1023 {
+			bad(k+".loop.cpu", cpu, "-1 (no pinning) or a CPU number")
+		}
+		if s := l.Loop.Spin.Duration; s < 0 || s >= period {
+			bad(k+".loop.spin", s, fmt.Sprintf("0 ≤ spin < the period (%v)", period))
+		}
+		u := &l.UDP
+		if ap, err := netip.ParseAddrPort(u.Remote); err != nil || ap.Port() == 0 || ap.Addr().IsUnspecified() {
+			bad(k+".udp.remote", quote(u.Remote), `a host address and port, like "127.0.0.1:25000"`)
+		}
+		if _, err := netip.ParseAddrPort(u.Bind); err != nil {
+			bad(k+".udp.bind", quote(u.Bind), `address:port, like "0.0.0.0:9090" (the shipped models accept only source port 9090)`)
+		}
+		if _, err := netip.ParseAddrPort(u.Listen); err != nil {
+			bad(k+".udp.listen", quote(u.Listen), `address:port, like "0.0.0.0:25001"`)
+		}
+		if n := *u.NbMarkers; n < 0 || n > 16 {
+			bad(k+".udp.nb_markers", n, "0..16 (the shipped models use 1 or 2)")
+		}
+		if d := u.RecvTimeout.Duration; d <= 0 || d > 10*time.Second {
+			bad(k+".udp.recv_timeout", d, "0 < t ≤ 10s")
+		}
+		if d := u.HandshakeInterval.Duration; d < time.Millisecond || d > 10*time.Second {
+			bad(k+".udp.handshake_interval", d, "1ms..10s")
+		}
+		if u.MaxTimeouts < 1 || u.MaxTimeouts > 1000000 {
+			bad(k+".udp.max_timeouts", u.MaxTimeouts, "1..1000000")
+		}
+		if u.MaxDesyncs < 1 || u.MaxDesyncs > 1000000 {
+			bad(k+".udp.max_desyncs", u.MaxDesyncs, "1..1000000")
+		}
+		if u.RecvBuffer < 0 || u.RecvBuffer > 64<<20 {
+			bad(k+".udp.recv_buffer", u.RecvBuffer, "0..67108864 bytes")
+		}
+		p := &l.Plant
+		if !contains(plantKinds, p.Kind) {
+			bad(k+".plant.kind", quote(p.Kind), strings.Join(plantKinds, " or "))
+		}
+		if p.Motors < 1 || p.Motors > 16 {
+			bad(k+".plant.motors", p.Motors, "1..16")
+		}
+		if d := p.TimeConstant.Duration; d < 0 || d > time.Minute {
+			bad(k+".plant.time_constant", d, "0..1m")
+		}
+		if p.Initial != nil && len(p.Initial) != p.Motors {
+			bad(k+".plant.initial", p.Initial, fmt.Sprintf("%d values, one per motor", p.Motors))
+		}
+		if len(p.Min) != p.Motors || len(p.Max) != p.Motors {
+			bad(k+".plant.min/max", fmt.Sprint(p.Min, p.Max), fmt.Sprintf("%d values each, one per motor", p.Motors))
+		} else {
+			for j := range p.Min {
+				if !(p.Min[j] <= p.Max[j]) || math.IsInf(p.Min[j], 0) || math.IsInf(p.Max[j], 0) {
+					bad(fmt.Sprintf("%s.plant.min[%d]/max[%d]", k, j, j), fmt.Sprint(p.Min[j], p.Max[j]), "finite values with min ≤ max (rad)")
+				}
+			}
+		}
+		nm := *u.NbMarkers
+		if p.Y0 != nil && len(p.Y0) != 3*nm {
+			bad(k+".plant.y0", p.Y0, fmt.Sprintf("%d values (3 per marker)", 3*nm))
+		}
+		if p.J != nil && len(p.J) != 3*nm*p.Motors {
+			bad(k+".plant.j", fmt.Sprintf("%d values", len(p.J)), fmt.Sprintf("%d values (3·nb_markers rows × motors columns)", 3*nm*p.Motors))
+		}
+		for _, vs := range [][]float64{p.Initial, p.Y0, p.J} {
+			for _, v := range vs {
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					bad(k+".plant", v, "finite numbers only")
+				}
+			}
+		}
+		if _, err := udp.NewController(l.Partner.Controller, nm, p.Motors, l.RateHz); err != nil {
+			bad(k+".partner.controller", err, "a valid controller")
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func quote(s string) string { return fmt.Sprintf("%q", s) }
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Period returns the link's loop period.
+func (l *LinkFile) Period() time.Duration {
+	return time.Duration(math.Round(float64(time.Second) / l.RateHz))
+}
+
+// MasterConfig returns the link's udp.MasterConfig.
+func (l *LinkFile) MasterConfig(motors int) udp.MasterConfig {
+	nm := *l.UDP.NbMarkers
+	return udp.MasterConfig{
+		Remote:            netip.MustParseAddrPort(l.UDP.Remote),
+		Bind:              netip.MustParseAddrPort(l.UDP.Bind),
+		Listen:            netip.MustParseAddrPort(l.UDP.Listen),
+		MeasureLen:        3*nm + motors,
+		CommandLen:        motors,
+		RecvTimeout:       l.UDP.RecvTimeout.Duration,
+		HandshakeInterval: l.UDP.HandshakeInterval.Duration,
+		MaxTimeouts:       l.UDP.MaxTimeouts,
+		MaxDesyncs:        l.UDP.MaxDesyncs,
+		RecvBuffer:        l.UDP.RecvBuffer,
+	}
+}
+
+// LinkConfig returns the bridge.LinkConfig of a validated link file.
+func (l *LinkFile) LinkConfig() LinkConfig {
+	apply, _ := ParseApplyMode(l.Apply)
+	halt, _ := ParseHaltPolicy(l.Halt)
+	lim := make([]Limit, l.Plant.Motors)
+	for i := range lim {
+		lim[i] = Limit{Min: l.Plant.Min[i], Max: l.Plant.Max[i]}
+	}
+	return LinkConfig{
+		Name: l.Name,
+		Loop: LoopConfig{
+			Period:     l.Period(),
+			Priority:   l.Loop.Priority,
+			CPU:        *l.Loop.CPU,
+			Spin:       l.Loop.Spin.Duration,
+			LockMemory: l.Loop.LockMemory,
+		},
+		Apply:  apply,
+		Halt:   halt,
+		Limits: lim,
+		Margin: l.Margin.Duration,
+	}
+}

@@ -1,0 +1,69 @@
+package bridge
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	defaultconfig "github.com/labbridge/bridge"
+)
+
+func TestDefaultConfig(t *testing.T) {
+	c, err := ParseConfig(defaultconfig.TOML())
+	if err != nil {
+		t.Fatalf("bridge.toml: %v", err)
+	}
+	if len(c.Links) != 1 {
+		t.Fatalf("%d links", len(c.Links))
+	}
+	l := c.Links[0]
+	if l.Name != "emio" || l.Period() != time.Second/30 || l.Plant.Kind != "sim" {
+		t.Errorf("link %+v", l)
+	}
+	mc := l.MasterConfig(l.Plant.Motors)
+	if mc.Remote.String() != "127.0.0.1:25000" || mc.Bind.Port() != 9090 || mc.Listen.Port() != 25001 ||
+		mc.MeasureLen != 7 || mc.CommandLen != 4 || mc.RecvTimeout != 100*time.Millisecond {
+		t.Errorf("master config %+v", mc)
+	}
+	lc := l.LinkConfig()
+	if lc.Apply != ApplyPrevious || lc.Halt != HaltHold || len(lc.Limits) != 4 || lc.Loop.CPU != -1 {
+		t.Errorf("link config %+v", lc)
+	}
+}
+
+func TestConfigDefaultsForMinimalFile(t *testing.T) {
+	c, err := ParseConfig([]byte("[[link]]\nname = \"a\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := c.Links[0]
+	if l.RateHz != 30 || *l.UDP.NbMarkers != 1 || l.UDP.MaxTimeouts != 3 || l.UDP.MaxDesyncs != 5 || *l.Loop.CPU != -1 {
+		t.Errorf("defaults %+v", l)
+	}
+}
+
+func TestConfigErrorsNameKeyAndRange(t *testing.T) {
+	cases := []struct{ doc, want string }{
+		{"[[link]]\nname = \"a\"\nrate_hz = 0.5\n", "rate_hz = 0.5: want 1..10000"},
+		{"[[link]]\nname = \"a\"\nbogus = 1\n", "unknown key link.bogus"},
+		{"[service]\nmetric = \"x\"\n[[link]]\nname = \"a\"\n", "unknown key service.metric"},
+		{"[[link]]\nname = \"a\"\n[link.udp]\nnb_markers = 40\n", "udp.nb_markers = 40: want 0..16"},
+		{"[[link]]\nname = \"a\"\n[link.udp]\nremote = \"0.0.0.0:25000\"\n", "udp.remote"},
+		{"[[link]]\nname = \"a\"\n[link.udp]\nrecv_timeout = \"soon\"\n", "duration \"soon\""},
+		{"[[link]]\nname = \"a\"\n[link.loop]\npriority = 120\n", "loop.priority = 120: want 0..99"},
+		{"[[link]]\nname = \"a\"\n[link.plant]\nmin = [1.0, 0, 0, 0]\nmax = [0.0, 1, 1, 1]\n", "plant.min[0]/max[0]"},
+		{"[[link]]\nname = \"a\"\nhalt = \"drop\"\n", "halt = \"drop\": want hold or torque_off"},
+		{"[[link]]\nname = \"a\"\n[[link]]\nname = \"a\"\n", "used by no other link"},
+		{"[service]\nlog_level = \"loud\"\n[[link]]\nname = \"a\"\n", "service.log_level"},
+		{"", "no [[link]] table"},
+		{"[[link]]\nname = \"a\"\n[link.partner.controller]\nkind = \"pid\"\n", "partner.controller"},
+		{"[[link\n", "bridge: invalid configuration"},
+	}
+	for _, c := range cases {
+		_, err := ParseConfig([]byte(c.doc))
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q:\n got %v\nwant …%s…", c.doc, err, c.want)
+		}
+	}
+}

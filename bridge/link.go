@@ -1,0 +1,329 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/labbridge/bridge/realtime"
+	"github.com/labbridge/bridge/udp"
+)
+
+// Exchanger is the Simulink side of a link: udp.Master satisfies it.
+type Exchanger interface {
+	Exchange(measure, command []float64, deadline int64) udp.Status
+	Synced() bool
+}
+
+// CommandObserver counts commands the link refused or changed before they
+// reached the plant. Called on the loop thread; must not allocate.
+type CommandObserver interface {
+	RejectedNonFinite()
+	Clamped()
+}
+
+// StateObserver is told every state change (metrics.Link satisfies it).
+type StateObserver interface {
+	SetState(state string) error
+}
+
+// ApplyMode is when a received command reaches the plant.
+type ApplyMode uint8
+
+// Apply modes.
+const (
+	// ApplyPrevious is emioapi's order: the reply of tick k is applied at the
+	// start of tick k+1, before the measurement (docs/simulink-udp.md §8.4).
+	ApplyPrevious ApplyMode = iota
+	// ApplyImmediate applies a reply as soon as it arrives.
+	ApplyImmediate
+)
+
+// ParseApplyMode parses "previous" or "immediate".
+func ParseApplyMode(s string) (ApplyMode, error) {
+	switch s {
+	case "previous", "":
+		return ApplyPrevious, nil
+	case "immediate":
+		return ApplyImmediate, nil
+	}
+	return 0, fmt.Errorf("bridge: apply %q: %w (want previous or immediate)", s, ErrConfig)
+}
+
+func (m ApplyMode) String() string {
+	if m == ApplyImmediate {
+		return "immediate"
+	}
+	return "previous"
+}
+
+// Limit is the allowed range of one command element.
+type Limit struct{ Min, Max float64 }
+
+// LinkConfig configures a link.
+type LinkConfig struct {
+	Name  string
+	Loop  LoopConfig
+	Apply ApplyMode
+	Halt  HaltPolicy
+	// Limits has one range per command element; commands outside are clamped.
+	Limits []Limit
+	// Margin closes the receive window this long before the next deadline;
+	// 0 means a tenth of the period, at most 2 ms.
+	Margin time.Duration
+}
+
+// Link joins a loop, a Simulink exchanger and a plant: one tick applies the
+// previous command, measures and exchanges (design.md "One tick").
+type Link struct {
+	cfg     LinkConfig
+	plant   Plant
+	ex      Exchanger
+	clock   *realtime.Clock
+	loopObs LoopObserver
+	cmdObs  CommandObserver
+	logger  *slog.Logger
+	margin  int64
+
+	// Owned by the loop thread.
+	meas, rx, cmd []float64
+	haveCmd       bool
+	state         State
+	lastErr       error
+
+	// Shared with the supervisor.
+	deviceUp  atomic.Bool
+	down      chan struct{}
+	events    chan Event
+	lost      atomic.Uint64
+	pubState  atomic.Uint32
+	applied   atomic.Uint64
+	loop      atomic.Pointer[Loop]
+	cmdShadow [16]atomic.Uint64
+}
+
+// NewLink checks that plant and limits agree and prepares the buffers. Nothing
+// runs until Serve. loopObs and cmdObs may be nil.
+func NewLink(cfg LinkConfig, plant Plant, ex Exchanger, clock *realtime.Clock,
+	loopObs LoopObserver, cmdObs CommandObserver, logger *slog.Logger) (*Link, error) {
+	if cfg.Name == "" {
+		return nil, fmt.Errorf("bridge: link name is empty: %w", ErrConfig)
+	}
+	if plant == nil || ex == nil || clock == nil {
+		return nil, fmt.Errorf("bridge: link %q: plant, exchanger and clock are required: %w", cfg.Name, ErrConfig)
+	}
+	if n := plant.CommandLen(); len(cfg.Limits) != n {
+		return nil, fmt.Errorf("bridge: link %q: %d limits for %d commands: %w", cfg.Name, len(cfg.Limits), n, ErrConfig)
+	}
+	for i, l := range cfg.Limits {
+		if !(l.Min <= l.Max) || math.IsInf(l.Min, 0) || math.IsInf(l.Max, 0) {
+			return nil, fmt.Errorf("bridge: link %q: limit %d [%v, %v] is not a finite range: %w", cfg.Name, i, l.Min, l.Max, ErrConfig)
+		}
+	}
+	if cfg.Loop.Period <= 0 {
+		return nil, fmt.Errorf("bridge: link %q: period %v: %w", cfg.Name, cfg.Loop.Period, ErrConfig)
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if cmdObs == nil {
+		cmdObs = nopCommandObserver{}
+	}
+	margin := cfg.Margin
+	if margin <= 0 {
+		margin = min(cfg.Loop.Period/10, 2*time.Millisecond)
+	}
+	l := &Link{
+		cfg: cfg, plant: plant, ex: ex, clock: clock, loopObs: loopObs, cmdObs: cmdObs,
+		logger: logger.With("link", cfg.Name), margin: int64(margin),
+		meas:   make([]float64, plant.MeasureLen()),
+		rx:     make([]float64, plant.CommandLen()),
+		cmd:    make([]float64, plant.CommandLen()),
+		down:   make(chan struct{}, 1),
+		events: make(chan Event, 256),
+	}
+	l.deviceUp.Store(true)
+	return l, nil
+}
+
+type nopCommandObserver struct{}
+
+func (nopCommandObserver) RejectedNonFinite() {}
+func (nopCommandObserver) Clamped()           {}
+
+// Name returns the link's name.
+func (l *Link) Name() string { return l.cfg.Name }
+
+// Config returns the link's configuration.
+func (l *Link) Config() LinkConfig { return l.cfg }
+
+// Plant returns the link's plant.
+func (l *Link) Plant() Plant { return l.plant }
+
+// Events delivers state transitions; the supervisor drains it. Events that do
+// not fit are counted in Lost, never waited for.
+func (l *Link) Events() <-chan Event { return l.events }
+
+// Lost returns how many events did not fit in the buffer.
+func (l *Link) Lost() uint64 { return l.lost.Load() }
+
+// State returns the current state; safe from any goroutine.
+func (l *Link) State() State { return State(l.pubState.Load()) }
+
+// Applied returns how many commands reached the plant.
+func (l *Link) Applied() uint64 { return l.applied.Load() }
+
+// Command copies the last good command into dst and reports whether there is
+// one; safe from any goroutine.
+func (l *Link) Command(dst []float64) bool {
+	for i := range dst {
+		if i < len(l.cmdShadow) {
+			dst[i] = math.Float64frombits(l.cmdShadow[i].Load())
+		}
+	}
+	return l.applied.Load() > 0
+}
+
+// Ticks returns the ticks run by the link's loop (0 before it starts).
+func (l *Link) Ticks() uint64 {
+	if lp := l.loop.Load(); lp != nil {
+		return lp.Ticks()
+	}
+	return 0
+}
+
+// Overruns returns the periods the loop skipped.
+func (l *Link) Overruns() uint64 {
+	if lp := l.loop.Load(); lp != nil {
+		return lp.Overruns()
+	}
+	return 0
+}
+
+// DeviceDown is signalled when the plant failed; the supervisor reopens it
+// and calls DeviceUp.
+func (l *Link) DeviceDown() <-chan struct{} { return l.down }
+
+// DeviceUp tells the loop that the plant works again.
+func (l *Link) DeviceUp() { l.deviceUp.Store(true) }
+
+// Serve runs the link's loop until ctx is done, then applies the halt policy.
+func (l *Link) Serve(ctx context.Context) error {
+	loop, err := NewLoop(l.cfg.Loop, l.clock, l.loopObs, l.logger)
+	if err != nil {
+		return fmt.Errorf("bridge: link %q: %w", l.cfg.Name, err)
+	}
+	l.loop.Store(loop)
+	l.setState(Handshaking, CauseStart, nil)
+	err = loop.Serve(ctx, l.Tick)
+	var herr error
+	if l.deviceUp.Load() {
+		if herr = l.plant.Halt(l.cfg.Halt); herr != nil {
+			herr = fmt.Errorf("bridge: link %q: halt %v: %w", l.cfg.Name, l.cfg.Halt, herr)
+		}
+	}
+	l.setState(Stopped, CauseStop, nil)
+	return errors.Join(err, herr)
+}
+
+// Tick runs one tick: apply the previous command, measure, exchange.
+func (l *Link) Tick(ti *TickInfo) {
+	up := l.deviceUp.Load()
+	if up && l.state == Degraded {
+		l.setState(l.linkState(), CauseDeviceReopened, nil)
+	}
+	if up && l.haveCmd && l.cfg.Apply == ApplyPrevious {
+		up = l.apply()
+	}
+	if up {
+		if err := l.plant.Measure(l.meas); err != nil {
+			l.fail(err)
+			up = false
+		}
+	}
+	// While degraded the last measurement is sent again: Simulink keeps its
+	// step and the handshake state survives a device restart.
+	s := l.ex.Exchange(l.meas, l.rx, ti.Next-l.margin)
+	if s.Success() && l.accept() && up && l.cfg.Apply == ApplyImmediate {
+		up = l.apply()
+	}
+	if up {
+		next := l.linkState()
+		if next != l.state {
+			cause := CauseHandshake
+			if next == Handshaking {
+				cause = CausePartnerLost
+			}
+			l.setState(next, cause, nil)
+		}
+	}
+}
+
+func (l *Link) linkState() State {
+	if l.ex.Synced() {
+		return Running
+	}
+	return Handshaking
+}
+
+// accept checks a received command and makes it the last good one. A command
+// holding NaN or ±Inf is refused whole (the last good one is held); values
+// out of limits are clamped.
+func (l *Link) accept() bool {
+	for _, v := range l.rx {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			l.cmdObs.RejectedNonFinite()
+			return false
+		}
+	}
+	for i, v := range l.rx {
+		lim := l.cfg.Limits[i]
+		if v < lim.Min {
+			v = lim.Min
+			l.cmdObs.Clamped()
+		} else if v > lim.Max {
+			v = lim.Max
+			l.cmdObs.Clamped()
+		}
+		l.cmd[i] = v
+		if i < len(l.cmdShadow) {
+			l.cmdShadow[i].Store(math.Float64bits(v))
+		}
+	}
+	l.haveCmd = true
+	return true
+}
+
+func (l *Link) apply() bool {
+	if err := l.plant.Command(l.cmd); err != nil {
+		l.fail(err)
+		return false
+	}
+	l.applied.Add(1)
+	return true
+}
+
+// fail marks the device down and asks the supervisor to reopen it.
+func (l *Link) fail(err error) {
+	l.deviceUp.Store(false)
+	l.setState(Degraded, CauseDeviceError, err)
+	select {
+	case l.down <- struct{}{}:
+	default:
+	}
+}
+
+func (l *Link) setState(to State, cause string, err error) {
+	from := l.state
+	l.state = to
+	l.pubState.Store(uint32(to))
+	select {
+	case l.events <- Event{Link: l.cfg.Name, From: from, To: to, Cause: cause, Err: err, At: l.clock.Now()}:
+	default:
+		l.lost.Add(1)
+	}
+}

@@ -1,0 +1,219 @@
+// Package sim is the virtual Emio lab: simulated devices that stand in for the
+// real ones so the whole bridge runs on a machine with no hardware. Motors is
+// the in-memory plant of N first-order position-controlled motors with a
+// linear marker model (markers = Y0 + J·q, in mm), enough for a Simulink-style
+// Jacobian controller to close the loop (docs/simulink-udp.md §9.2).
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/labbridge/bridge/bridge"
+)
+
+// Clock gives monotonic nanoseconds.
+type Clock interface{ Now() int64 }
+
+var (
+	// ErrUnplugged is returned while the simulated device is unplugged.
+	ErrUnplugged = errors.New("sim: device unplugged")
+	// ErrCommand is returned for a command of the wrong length or holding NaN/Inf.
+	ErrCommand = errors.New("sim: bad command")
+	// ErrConfig is returned for an invalid MotorsConfig.
+	ErrConfig = errors.New("sim: invalid configuration")
+)
+
+// MotorsConfig describes the simulated motors and markers.
+type MotorsConfig struct {
+	// Motors is the number of motors (4 on the Emio).
+	Motors int
+	// TimeConstant is the first-order response of each motor to its goal.
+	TimeConstant time.Duration
+	// Initial is the starting angle of each motor (rad); nil = zeros.
+	Initial []float64
+	// Markers is the number of tracked markers (nb_markers).
+	Markers int
+	// Y0 is the marker vector at q = 0 (3·Markers values, mm).
+	Y0 []float64
+	// J maps motor angles to marker displacement: (3·Markers)×Motors, row
+	// major, mm/rad.
+	J []float64
+}
+
+// DefaultEmio is a 4-motor, 1-marker model. Its J has orthogonal rows, so its
+// pseudo-inverse is exact and a Jacobian controller converges.
+func DefaultEmio() MotorsConfig {
+	return MotorsConfig{
+		Motors:       4,
+		TimeConstant: 60 * time.Millisecond,
+		Markers:      1,
+		Y0:           []float64{2, -141, -6},
+		J: []float64{
+			40, -40, 40, -40,
+			30, 30, -30, -30,
+			-50, -50, -50, -50,
+		},
+	}
+}
+
+func (c *MotorsConfig) validate() error {
+	switch {
+	case c.Motors < 1 || c.Motors > 64:
+		return fmt.Errorf("%w: motors = %d, want 1..64", ErrConfig, c.Motors)
+	case c.TimeConstant < 0 || c.TimeConstant > time.Minute:
+		return fmt.Errorf("%w: time_constant = %v, want 0..1m", ErrConfig, c.TimeConstant)
+	case c.Initial != nil && len(c.Initial) != c.Motors:
+		return fmt.Errorf("%w: initial has %d values, want %d", ErrConfig, len(c.Initial), c.Motors)
+	case c.Markers < 0 || c.Markers > 16:
+		return fmt.Errorf("%w: markers = %d, want 0..16", ErrConfig, c.Markers)
+	case c.Markers > 0 && len(c.Y0) != 3*c.Markers:
+		return fmt.Errorf("%w: y0 has %d values, want %d", ErrConfig, len(c.Y0), 3*c.Markers)
+	case c.Markers > 0 && len(c.J) != 3*c.Markers*c.Motors:
+		return fmt.Errorf("%w: j has %d values, want %d", ErrConfig, len(c.J), 3*c.Markers*c.Motors)
+	}
+	for i, v := range append(append(append([]float64{}, c.Initial...), c.Y0...), c.J...) {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("%w: value %d is %v", ErrConfig, i, v)
+		}
+	}
+	return nil
+}
+
+// Motors is the in-memory plant. It satisfies bridge.Plant and
+// bridge.Reopener. Measure and Command do not allocate.
+type Motors struct {
+	cfg   MotorsConfig
+	clock Clock
+
+	mu        sync.Mutex
+	q, goal   []float64
+	last      int64
+	torque    bool
+	unplugged bool
+	commands  uint64
+}
+
+// NewMotors returns motors at their initial angles, torque on, holding there.
+func NewMotors(cfg MotorsConfig, clock Clock) (*Motors, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	m := &Motors{cfg: cfg, clock: clock, q: make([]float64, cfg.Motors), goal: make([]float64, cfg.Motors), torque: true}
+	copy(m.q, cfg.Initial)
+	copy(m.goal, cfg.Initial)
+	m.last = clock.Now()
+	return m, nil
+}
+
+// MeasureLen implements bridge.Plant: 3·Markers marker values then the angles.
+func (m *Motors) MeasureLen() int { return 3*m.cfg.Markers + m.cfg.Motors }
+
+// CommandLen implements bridge.Plant.
+func (m *Motors) CommandLen() int { return m.cfg.Motors }
+
+// advance integrates the first-order response up to now.
+func (m *Motors) advance() {
+	now := m.clock.Now()
+	dt := now - m.last
+	m.last = now
+	if dt <= 0 || !m.torque {
+		return
+	}
+	k := 0.0
+	if tc := m.cfg.TimeConstant; tc > 0 {
+		k = math.Exp(-float64(dt) / float64(tc))
+	}
+	for i := range m.q {
+		m.q[i] = m.goal[i] + (m.q[i]-m.goal[i])*k
+	}
+}
+
+// Measure implements bridge.Plant.
+func (m *Motors) Measure(dst []float64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.unplugged {
+		return ErrUnplugged
+	}
+	if len(dst) != m.MeasureLen() {
+		return fmt.Errorf("sim: measure buffer of %d values, want %d", len(dst), m.MeasureLen())
+	}
+	m.advance()
+	n := 3 * m.cfg.Markers
+	for r := 0; r < n; r++ {
+		v := m.cfg.Y0[r]
+		for c, q := range m.q {
+			v += m.cfg.J[r*m.cfg.Motors+c] * q
+		}
+		dst[r] = v
+	}
+	copy(dst[n:], m.q)
+	return nil
+}
+
+// Command implements bridge.Plant: the goal angles. A NaN, ±Inf or a command
+// of the wrong length is refused and the previous goal is kept.
+func (m *Motors) Command(u []float64) error {
+	if len(u) != m.cfg.Motors {
+		return fmt.Errorf("%w: %d values, want %d", ErrCommand, len(u), m.cfg.Motors)
+	}
+	for i, v := range u {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("%w: motor %d goal %v", ErrCommand, i, v)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.unplugged {
+		return ErrUnplugged
+	}
+	m.advance()
+	copy(m.goal, u)
+	m.torque = true
+	m.commands++
+	return nil
+}
+
+// Halt implements bridge.Plant: hold keeps the goal, torque off lets go.
+func (m *Motors) Halt(p bridge.HaltPolicy) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.advance()
+	if p == bridge.HaltTorqueOff {
+		m.torque = false
+	}
+	return nil
+}
+
+// Reopen implements bridge.Reopener: it fails while unplugged.
+func (m *Motors) Reopen(ctx context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.unplugged {
+		return ErrUnplugged
+	}
+	m.last = m.clock.Now()
+	return nil
+}
+
+// Unplug makes every access fail until Plug, as a pulled USB adapter does.
+func (m *Motors) Unplug() { m.mu.Lock(); m.unplugged = true; m.mu.Unlock() }
+
+// Plug ends Unplug.
+func (m *Motors) Plug() { m.mu.Lock(); m.unplugged = false; m.mu.Unlock() }
+
+// State copies the angles and goals, and reports torque and the number of
+// commands applied.
+func (m *Motors) State(q, goal []float64) (torque bool, commands uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.advance()
+	copy(q, m.q)
+	copy(goal, m.goal)
+	return m.torque, m.commands
+}
