@@ -93,7 +93,6 @@ type Link struct {
 	meas, rx, cmd []float64
 	haveCmd       bool
 	state         State
-	lastErr       error
 
 	// Shared with the supervisor.
 	deviceUp  atomic.Bool

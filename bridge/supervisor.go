@@ -31,12 +31,11 @@ func DefaultBackoff() Backoff {
 
 // backoffState is one part's position in its backoff.
 type backoffState struct {
-	b        Backoff
-	rng      *rand.Rand
-	attempt  int
-	upSince  time.Time
-	everUp   bool
-	lastFail time.Time
+	b       Backoff
+	rng     *rand.Rand
+	attempt int
+	upSince time.Time
+	everUp  bool
 }
 
 func newBackoffState(b Backoff, seed uint64) *backoffState {

@@ -1,0 +1,405 @@
+package bridge_test
+
+import (
+	"context"
+	"encoding/binary"
+	"math"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/labbridge/bridge/bridge"
+	"github.com/labbridge/bridge/realtime"
+	"github.com/labbridge/bridge/sim"
+	"github.com/labbridge/bridge/udp"
+)
+
+var lo = netip.AddrFrom4([4]byte{127, 0, 0, 1})
+
+// rig is a link on real loopback UDP against a udp.Partner, on the in-memory
+// plant, driven tick by tick by the test (or by its loop with Serve).
+type rig struct {
+	t       *testing.T
+	clock   *realtime.Clock
+	partner *udp.Partner
+	faults  *udp.Faults
+	master  *udp.Master
+	plant   *sim.Motors
+	link    *bridge.Link
+	ti      bridge.TickInfo
+	period  time.Duration
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+func newRig(t *testing.T, ctl udp.ControllerSpec, faults *udp.Faults, period time.Duration) *rig {
+	t.Helper()
+	r := &rig{t: t, clock: realtime.NewClock(), faults: faults, period: period}
+	listen, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replyTo := listen.LocalAddr().(*net.UDPAddr).AddrPort()
+	listen.Close()
+	c, err := udp.NewController(ctl, 1, 4, float64(time.Second/period))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.partner, err = udp.NewPartner(udp.PartnerConfig{
+		Listen: netip.AddrPortFrom(lo, 0), Accept: netip.AddrPortFrom(lo, 0), ReplyTo: replyTo,
+		MeasureLen: 7, CommandLen: 4, Controller: c, Faults: faults,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc := udp.DefaultMasterConfig(1)
+	mc.Remote, mc.Bind, mc.Listen = r.partner.Addr(), netip.AddrPortFrom(lo, 0), replyTo
+	if r.master, err = udp.NewMaster(mc, r.clock, nil); err != nil {
+		t.Fatal(err)
+	}
+	if r.plant, err = sim.NewMotors(sim.DefaultEmio(), r.clock); err != nil {
+		t.Fatal(err)
+	}
+	lim := []bridge.Limit{{-1.5, 1.5}, {-1.5, 1.5}, {-1.5, 1.5}, {-1.5, 1.5}}
+	r.link, err = bridge.NewLink(bridge.LinkConfig{Name: "emio", Loop: bridge.LoopConfig{Period: period, CPU: -1}, Limits: lim},
+		r.plant, r.master, r.clock, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	r.wg.Go(func() {
+		if err := r.partner.Serve(ctx); err != nil {
+			t.Errorf("partner: %v", err)
+		}
+	})
+	t.Cleanup(func() {
+		cancel()
+		r.wg.Wait()
+		r.partner.Close()
+		r.master.Close()
+	})
+	return r
+}
+
+// tick runs one tick by hand with a receive window of one period.
+func (r *rig) tick() udp.Status {
+	now := r.clock.Now()
+	r.ti.Deadline, r.ti.Wake = now, now
+	r.ti.Next = now + int64(r.period)
+	r.link.Tick(&r.ti)
+	r.ti.N++
+	return r.master.Stats().LastStatus
+}
+
+// untilRunning ticks until the handshake completes.
+func (r *rig) untilRunning() {
+	r.t.Helper()
+	for i := 0; i < 200; i++ {
+		r.tick()
+		if r.link.State() == bridge.Running {
+			return
+		}
+	}
+	r.t.Fatalf("link never running: %v", r.master.Stats())
+}
+
+func (r *rig) goal() []float64 {
+	q, g := make([]float64, 4), make([]float64, 4)
+	r.plant.State(q, g)
+	return g
+}
+
+func TestTickAllocatesNothing(t *testing.T) {
+	r := newRig(t, udp.ControllerSpec{Kind: "sine", Amplitude: []float64{.1, .1, .1, .1}, Frequency: []float64{1, 1, 1, 1}}, nil, 20*time.Millisecond)
+	r.untilRunning()
+	for range 5 {
+		r.tick()
+	}
+	allocs := testing.AllocsPerRun(200, func() {
+		if s := r.tick(); !s.Success() {
+			t.Fatalf("status %v", s)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("a whole tick allocates %v times", allocs)
+	}
+}
+
+// Emioapi's order: the reply of tick k reaches the plant at the start of tick
+// k+1, and the measurement is read before it is applied.
+func TestApplyPreviousOrder(t *testing.T) {
+	r := newRig(t, udp.ControllerSpec{Kind: "constant", U: []float64{0.3, 0.2, 0.1, 0}}, nil, 20*time.Millisecond)
+	r.untilRunning()
+	if s := r.tick(); !s.Success() {
+		t.Fatalf("status %v", s)
+	}
+	if g := r.goal(); g[0] != 0 {
+		t.Fatalf("goal %v applied in the tick it arrived", g)
+	}
+	r.tick()
+	if g := r.goal(); g[0] != 0.3 || g[2] != 0.1 {
+		t.Fatalf("goal %v after the next tick, want the reply", g)
+	}
+}
+
+// The partner stops and comes back: TIMEOUT, then RECONNECTED, then OK, and
+// the command is held throughout.
+func TestPartnerStopsAndComesBack(t *testing.T) {
+	f := &udp.Faults{}
+	r := newRig(t, udp.ControllerSpec{Kind: "constant", U: []float64{0.4, -0.4, 0.2, -0.2}}, f, 20*time.Millisecond)
+	r.untilRunning()
+	for range 3 {
+		r.tick()
+	}
+	held := r.goal()
+	if held[0] != 0.4 {
+		t.Fatalf("goal %v", held)
+	}
+	f.Pause()
+	var seen []udp.Status
+	for i := 0; i < 10; i++ {
+		seen = append(seen, r.tick())
+		if g := r.goal(); g[0] != held[0] || g[1] != held[1] {
+			t.Fatalf("goal moved to %v while the partner was away", g)
+		}
+	}
+	if r.link.State() != bridge.Handshaking {
+		t.Fatalf("state %v, want handshaking", r.link.State())
+	}
+	f.Resume()
+	for i := 0; i < 100 && r.link.State() != bridge.Running; i++ {
+		seen = append(seen, r.tick())
+	}
+	for range 3 {
+		seen = append(seen, r.tick())
+	}
+	// The statuses run TIMEOUT…, HANDSHAKING…, RECONNECTED, then successes.
+	order := []udp.Status{udp.Timeout, udp.Handshaking, udp.Reconnected}
+	k := 0
+	for _, s := range seen {
+		if k < len(order) && s == order[k] {
+			k++
+		}
+	}
+	if k != len(order) || !seen[len(seen)-1].Success() {
+		t.Fatalf("statuses %v, want TIMEOUT, HANDSHAKING, RECONNECTED, then OK", seen)
+	}
+	if g := r.goal(); g[0] != 0.4 {
+		t.Fatalf("goal %v after reconnection", g)
+	}
+}
+
+// Duplicated and reordered replies: DESYNC is counted and nothing stale ever
+// reaches the plant.
+func TestDuplicatesAndReorderingApplyNothingStale(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		faults *udp.Faults
+	}{
+		{"duplicate", &udp.Faults{Duplicate: 0.5, Seed: 3}},
+		{"reorder", &udp.Faults{Reorder: 0.3, Seed: 5}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// The sine makes every reply distinct: the command says which
+			// seq it answers.
+			r := newRig(t, udp.ControllerSpec{Kind: "sine", Amplitude: []float64{1, 0, 0, 0}, Frequency: []float64{0.01, 0, 0, 0}}, tc.faults, 20*time.Millisecond)
+			r.untilRunning()
+			prev := math.Inf(-1)
+			for i := 0; i < 150; i++ {
+				r.tick()
+				time.Sleep(200 * time.Microsecond) // lets a duplicate queue up
+				g := r.goal()[0]
+				// The sine rises over these ticks: a stale command would go back.
+				if g < prev {
+					t.Fatalf("tick %d: goal went back from %v to %v: a stale reply was applied", i, prev, g)
+				}
+				prev = g
+			}
+			if st := r.master.Stats(); st.Status[udp.Desync] == 0 {
+				t.Errorf("no DESYNC counted: %+v", st.Status)
+			}
+		})
+	}
+}
+
+// Wrong-size and foreign-source datagrams are dropped and counted; the loop
+// goes on exchanging.
+func TestWrongSizeAndForeignDatagrams(t *testing.T) {
+	r := newRig(t, udp.ControllerSpec{Kind: "constant", U: []float64{0.1, 0.1, 0.1, 0.1}}, nil, 20*time.Millisecond)
+	r.untilRunning()
+	foreign, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 3)})
+	if err != nil {
+		t.Skip(err)
+	}
+	defer foreign.Close()
+	local, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close()
+	to, _ := r.master.ListenAddr()
+	to = netip.AddrPortFrom(lo, to.Port())
+	ok := 0
+	for i := 0; i < 20; i++ {
+		seq := float64(r.master.Stats().Seq)
+		foreign.WriteToUDPAddrPort(raw(seq, 9, 9, 9, 9), to)
+		local.WriteToUDPAddrPort(raw(seq, 9, 9, 9), to)
+		local.WriteToUDPAddrPort(raw(seq, 9, 9, 9, 9, 9, 9), to)
+		if r.tick().Success() {
+			ok++
+		}
+		if g := r.goal(); g[0] == 9 {
+			t.Fatalf("a bad datagram reached the plant: %v", g)
+		}
+	}
+	st := r.master.Stats()
+	if st.Dropped[udp.DropSize] < 20 || st.Dropped[udp.DropSource] < 10 {
+		t.Errorf("drops %v", st.Dropped)
+	}
+	if ok < 15 {
+		t.Errorf("only %d of 20 ticks succeeded beside the bad traffic", ok)
+	}
+}
+
+func raw(vals ...float64) []byte {
+	b := make([]byte, 8*len(vals))
+	for i, v := range vals {
+		binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(v))
+	}
+	return b
+}
+
+// fakeExchanger returns a scripted reply, NaN included, as if it had passed
+// the wire.
+type fakeExchanger struct {
+	reply  []float64
+	status udp.Status
+}
+
+func (f *fakeExchanger) Exchange(_, command []float64, _ int64) udp.Status {
+	if f.status.Success() {
+		copy(command, f.reply)
+	}
+	return f.status
+}
+func (f *fakeExchanger) Synced() bool { return true }
+
+type countingObserver struct{ nonfinite, clamped int }
+
+func (c *countingObserver) RejectedNonFinite() { c.nonfinite++ }
+func (c *countingObserver) Clamped()           { c.clamped++ }
+
+// A NaN or Inf command never reaches a motor; out-of-range values are clamped.
+func TestNaNNeverApplied(t *testing.T) {
+	clock := realtime.NewClock()
+	plant, _ := sim.NewMotors(sim.DefaultEmio(), clock)
+	ex := &fakeExchanger{status: udp.OKNoDelay, reply: []float64{0.5, 0.5, 0.5, 0.5}}
+	obs := &countingObserver{}
+	lim := []bridge.Limit{{-1, 1}, {-1, 1}, {-1, 1}, {-1, 1}}
+	l, err := bridge.NewLink(bridge.LinkConfig{Name: "x", Loop: bridge.LoopConfig{Period: time.Millisecond, CPU: -1}, Limits: lim},
+		plant, ex, clock, nil, obs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ti bridge.TickInfo
+	goal := func() []float64 {
+		q, g := make([]float64, 4), make([]float64, 4)
+		plant.State(q, g)
+		return g
+	}
+	l.Tick(&ti)
+	l.Tick(&ti)
+	if g := goal(); g[0] != 0.5 {
+		t.Fatalf("goal %v", g)
+	}
+	for _, bad := range [][]float64{{math.NaN(), 0, 0, 0}, {0, math.Inf(1), 0, 0}, {0, 0, 0, math.Inf(-1)}} {
+		ex.reply = bad
+		l.Tick(&ti)
+		l.Tick(&ti)
+		if g := goal(); g[0] != 0.5 || g[1] != 0.5 || g[3] != 0.5 {
+			t.Fatalf("goal %v after %v: the last good command was not held", g, bad)
+		}
+	}
+	if obs.nonfinite != 6 {
+		t.Errorf("non-finite rejections %d, want 6", obs.nonfinite)
+	}
+	ex.reply = []float64{2, -3, 0.25, 1}
+	l.Tick(&ti)
+	l.Tick(&ti)
+	if g := goal(); g[0] != 1 || g[1] != -1 || g[2] != 0.25 || obs.clamped < 2 {
+		t.Fatalf("goal %v clamped %d", g, obs.clamped)
+	}
+	// A TIMEOUT holds too.
+	ex.status = udp.Timeout
+	l.Tick(&ti)
+	if g := goal(); g[0] != 1 {
+		t.Fatalf("goal %v after a timeout", g)
+	}
+}
+
+// The supervisor runs a real loop; the adapter is unplugged and plugged back:
+// the link goes degraded, recovers by itself, and the loop never stops.
+func TestDeviceUnplugDegradesAndRecovers(t *testing.T) {
+	r := newRig(t, udp.ControllerSpec{Kind: "constant", U: []float64{0.2, 0.2, 0.2, 0.2}}, nil, 5*time.Millisecond)
+	var mu sync.Mutex
+	var events []bridge.Event
+	sup := bridge.NewSupervisor(bridge.SupervisorConfig{
+		Backoff: bridge.Backoff{Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond, Factor: 2, Jitter: 0.2},
+		OnEvent: func(ev bridge.Event) { mu.Lock(); events = append(events, ev); mu.Unlock() },
+		Seed:    1,
+	})
+	if err := sup.AddLink(r.link); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sup.Serve(ctx) }()
+	waitFor(t, "running", func() bool { return r.link.State() == bridge.Running && r.link.Applied() > 0 })
+	r.plant.Unplug()
+	waitFor(t, "degraded", func() bool { return r.link.State() == bridge.Degraded })
+	t0 := r.link.Ticks()
+	waitFor(t, "ticks while degraded", func() bool { return r.link.Ticks() > t0+20 })
+	r.plant.Plug()
+	waitFor(t, "recovered", func() bool { return r.link.State() == bridge.Running })
+	a0 := r.link.Applied()
+	waitFor(t, "commands again", func() bool { return r.link.Applied() > a0+5 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if r.link.State() != bridge.Stopped {
+		t.Errorf("state %v after stop", r.link.State())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var path []bridge.State
+	for _, ev := range events {
+		path = append(path, ev.To)
+	}
+	want := []bridge.State{bridge.Handshaking, bridge.Running, bridge.Degraded, bridge.Running, bridge.Stopped}
+	if len(path) != len(want) {
+		t.Fatalf("states %v, want %v", path, want)
+	}
+	for i := range want {
+		if path[i] != want[i] {
+			t.Fatalf("states %v, want %v", path, want)
+		}
+	}
+	if events[2].Err == nil || events[2].Cause != bridge.CauseDeviceError {
+		t.Errorf("degraded event %+v", events[2])
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}

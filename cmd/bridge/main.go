@@ -1,0 +1,145 @@
+// Command bridge is the real-time gateway between lab robots and
+// Simulink-style hosts: a drop-in for the emioapi UDP bridge
+// (docs/simulink-udp.md). This package only parses flags and wires the
+// library packages together.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+const usage = `bridge: a real-time gateway for robotics labs (emioapi-compatible Simulink UDP bridge)
+
+Usage:
+  bridge run [-config FILE]         run the configured links and wait for Simulink
+  bridge sim [-config FILE]         run them on simulated devices with a built-in Simulink partner
+  bridge partner [flags]            be the Simulink side (a stand-in for the shipped models)
+  bridge check -config FILE         validate a configuration without touching hardware
+  bridge bench loop|link [flags]    measure the loop's timing, or a whole link on loopback
+  bridge startUDP [emioapi flags]   emioapi's "python -m emioapi startUDP", flags honoured
+  bridge version                    print the version
+
+Without -config, ./bridge.toml is used when present, else the embedded default.
+Run "bridge COMMAND -help" for the flags of a command.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run dispatches a command line and returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "run":
+		err = cmdRun(ctx, rest, stdout, stderr, false)
+	case "sim":
+		err = cmdRun(ctx, rest, stdout, stderr, true)
+	case "partner":
+		err = cmdPartner(ctx, rest, stdout, stderr)
+	case "check":
+		err = cmdCheck(rest, stdout, stderr)
+	case "bench":
+		err = cmdBench(ctx, rest, stdout, stderr)
+	case "startUDP", "startudp":
+		err = cmdStartUDP(ctx, rest, stdout, stderr)
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, versionString())
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+	default:
+		fmt.Fprintf(stderr, "bridge: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	}
+	fmt.Fprintln(stderr, err)
+	return 1
+}
+
+// errUsage marks a command-line mistake already reported by the flag package.
+var errUsage = errors.New("bridge: usage")
+
+// parseFlags parses args, reporting errors the way the flag package does.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "bridge %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return errUsage
+	}
+	return nil
+}
+
+func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: bridge %s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
+		fmt.Fprint(stderr, "Usage: bridge bench loop [flags]   timing of the clock-master loop (lateness percentiles)\n"+
+			"       bridge bench link [flags]   a whole link against a partner on loopback (reply latency)\n")
+		if len(args) == 0 {
+			return errUsage
+		}
+		return flag.ErrHelp
+	}
+	switch args[0] {
+	case "loop":
+		return benchLoop(ctx, args[1:], stdout, stderr)
+	case "link":
+		return benchLink(ctx, args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "bridge bench: unknown benchmark %q (want loop or link)\n", args[0])
+	return errUsage
+}
+
+func versionString() string {
+	return fmt.Sprintf("bridge %s (commit %s, %s, %s/%s)", version, buildCommit(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+func buildCommit() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				return s.Value
+			}
+		}
+	}
+	return "unknown"
+}

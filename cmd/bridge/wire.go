@@ -1,0 +1,372 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	defaultconfig "github.com/labbridge/bridge"
+	"github.com/labbridge/bridge/bridge"
+	"github.com/labbridge/bridge/metrics"
+	"github.com/labbridge/bridge/realtime"
+	"github.com/labbridge/bridge/sim"
+	"github.com/labbridge/bridge/udp"
+)
+
+// loadConfig reads path, or ./bridge.toml, or the embedded default.
+func loadConfig(path string) (*bridge.Config, string, error) {
+	if path == "" {
+		if _, err := os.Stat("bridge.toml"); err == nil {
+			path = "bridge.toml"
+		}
+	}
+	if path == "" {
+		c, err := bridge.ParseConfig(defaultconfig.TOML())
+		return c, "embedded bridge.toml", err
+	}
+	c, err := bridge.LoadConfig(path)
+	return c, path, err
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+func newLogger(cfg bridge.ServiceConfig, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" || (cfg.LogFormat == "auto" && !isTerminal(w)) {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// wiring options.
+type wireOpts struct {
+	partner   bool // a built-in partner on each link
+	ephemeral bool // loopback ports chosen by the kernel instead of the configured ones
+}
+
+// linkParts is one wired link.
+type linkParts struct {
+	file    *bridge.LinkFile
+	link    *bridge.Link
+	master  *udp.Master
+	plant   *sim.Motors
+	partner *udp.Partner
+	metrics *metrics.Link
+}
+
+// app is a wired bridge: links, supervisor, metrics.
+type app struct {
+	cfg     *bridge.Config
+	logger  *slog.Logger
+	server  *metrics.Server
+	sup     *bridge.Supervisor
+	links   []*linkParts
+	closers []io.Closer
+}
+
+func (a *app) close() {
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		a.closers[i].Close()
+	}
+}
+
+// reservePort asks the kernel for a free loopback UDP port. The socket is
+// closed before the port is bound again, a race only a simulation accepts.
+func reservePort() (netip.AddrPort, error) {
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).AddrPort(), nil
+}
+
+// wire builds everything the configuration describes. Nothing runs yet.
+func wire(cfg *bridge.Config, opts wireOpts, metricsAddr string, logger *slog.Logger, obs func(name string) udp.Observer) (*app, error) {
+	if cfg.Service.GOMAXPROCS > 0 {
+		runtime.GOMAXPROCS(cfg.Service.GOMAXPROCS)
+	}
+	a := &app{cfg: cfg, logger: logger}
+	reg := metrics.NewRegistry()
+	set, err := metrics.New(reg, metrics.BuildInfo{Version: version, Commit: buildCommit()})
+	if err != nil {
+		return nil, err
+	}
+	clock := realtime.NewClock()
+	var sup *bridge.Supervisor
+	states := map[string]*metrics.Link{}
+	var statesMu sync.Mutex
+	sup = bridge.NewSupervisor(bridge.SupervisorConfig{
+		Logger: logger,
+		OnEvent: func(ev bridge.Event) {
+			statesMu.Lock()
+			m := states[ev.Link]
+			statesMu.Unlock()
+			if m != nil {
+				m.SetState(ev.To.String())
+			}
+		},
+	})
+	a.sup = sup
+	for i := range cfg.Links {
+		lf := &cfg.Links[i]
+		lp, err := a.wireLink(lf, opts, set, clock, logger, obs)
+		if err != nil {
+			a.close()
+			return nil, fmt.Errorf("link %q: %w", lf.Name, err)
+		}
+		statesMu.Lock()
+		states[lf.Name] = lp.metrics
+		statesMu.Unlock()
+		a.links = append(a.links, lp)
+		if err := sup.AddLink(lp.link); err != nil {
+			a.close()
+			return nil, err
+		}
+		if lp.partner != nil {
+			if err := sup.Add("partner "+lf.Name, lp.partner); err != nil {
+				a.close()
+				return nil, err
+			}
+		}
+	}
+	if metricsAddr != "" {
+		health := func() error {
+			for _, lp := range a.links {
+				if s := lp.link.State(); s == bridge.Degraded || s == bridge.Stopped {
+					return fmt.Errorf("link %s is %s", lp.file.Name, s)
+				}
+			}
+			return nil
+		}
+		srv, err := metrics.Listen(metricsAddr, reg, health, logger)
+		if err != nil {
+			a.close()
+			return nil, err
+		}
+		a.server = srv
+		if err := sup.Add("metrics", srv); err != nil {
+			a.close()
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+func (a *app) wireLink(lf *bridge.LinkFile, opts wireOpts, set *metrics.Set, clock *realtime.Clock,
+	logger *slog.Logger, obs func(string) udp.Observer) (*linkParts, error) {
+	lp := &linkParts{file: lf}
+	mcfg := lf.MasterConfig(lf.Plant.Motors)
+	if opts.ephemeral {
+		lo := netip.AddrFrom4([4]byte{127, 0, 0, 1})
+		mcfg.Bind = netip.AddrPortFrom(lo, 0)
+		listen, err := reservePort()
+		if err != nil {
+			return nil, err
+		}
+		mcfg.Listen = listen
+	}
+	if opts.partner {
+		ctl, err := udp.NewController(lf.Partner.Controller, *lf.UDP.NbMarkers, lf.Plant.Motors, lf.RateHz)
+		if err != nil {
+			return nil, err
+		}
+		listen := mcfg.Remote
+		accept := netip.AddrPortFrom(mcfg.Remote.Addr(), mcfg.Bind.Port())
+		if opts.ephemeral {
+			listen = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 0)
+			accept = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 0)
+		}
+		replyTo := netip.AddrPortFrom(mcfg.Remote.Addr(), mcfg.Listen.Port())
+		p, err := udp.NewPartner(udp.PartnerConfig{
+			Listen: listen, Accept: accept, ReplyTo: replyTo,
+			MeasureLen: mcfg.MeasureLen, CommandLen: mcfg.CommandLen,
+			Delay: lf.Partner.Delay, Controller: ctl, Logger: logger.With("partner", lf.Name),
+		})
+		if err != nil {
+			return nil, err
+		}
+		a.closers = append(a.closers, p)
+		lp.partner = p
+		mcfg.Remote = p.Addr()
+	}
+	ml, err := set.Link(lf.Name, lf.Period())
+	if err != nil {
+		return nil, err
+	}
+	lp.metrics = ml
+	var mobs udp.Observer = ml
+	if obs != nil {
+		mobs = fanout{ml, obs(lf.Name)}
+	}
+	m, err := udp.NewMaster(mcfg, clock, mobs)
+	if err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, m)
+	lp.master = m
+	plant, err := newPlant(lf, clock)
+	if err != nil {
+		return nil, err
+	}
+	lp.plant = plant
+	l, err := bridge.NewLink(lf.LinkConfig(), plant, m, clock, ml, ml, logger)
+	if err != nil {
+		return nil, err
+	}
+	lp.link = l
+	return lp, nil
+}
+
+// newPlant builds the plant a link file names.
+func newPlant(lf *bridge.LinkFile, clock *realtime.Clock) (*sim.Motors, error) {
+	switch lf.Plant.Kind {
+	case "sim":
+		c := sim.MotorsConfig{
+			Motors:       lf.Plant.Motors,
+			TimeConstant: lf.Plant.TimeConstant.Duration,
+			Initial:      lf.Plant.Initial,
+			Markers:      *lf.UDP.NbMarkers,
+			Y0:           lf.Plant.Y0,
+			J:            lf.Plant.J,
+		}
+		if c.Y0 == nil {
+			c.Y0 = make([]float64, 3*c.Markers)
+		}
+		if c.J == nil {
+			c.J = make([]float64, 3*c.Markers*c.Motors)
+		}
+		return sim.NewMotors(c, clock)
+	}
+	return nil, fmt.Errorf("plant kind %q is not available in this build", lf.Plant.Kind)
+}
+
+// fanout sends the master's observations to two observers.
+type fanout struct{ a, b udp.Observer }
+
+func (f fanout) Exchanged(s udp.Status)    { f.a.Exchanged(s); f.b.Exchanged(s) }
+func (f fanout) Reply(ns int64, late bool) { f.a.Reply(ns, late); f.b.Reply(ns, late) }
+func (f fanout) Dropped(r udp.DropReason)  { f.a.Dropped(r); f.b.Dropped(r) }
+
+// describe says where each link sends and waits.
+func (a *app) describe(w io.Writer) {
+	for _, lp := range a.links {
+		mc := lp.master.Config()
+		from, _ := lp.master.LocalAddr()
+		at, _ := lp.master.ListenAddr()
+		fmt.Fprintf(w, "link %s: %g Hz, sends %d-byte datagrams from %v to %v, waits for %d-byte replies on %v",
+			lp.file.Name, lp.file.RateHz, udp.DatagramSize(mc.MeasureLen), from, mc.Remote, udp.DatagramSize(mc.CommandLen), at)
+		if lp.partner != nil {
+			fmt.Fprintf(w, " (built-in partner, %s controller)", orDefault(lp.file.Partner.Controller.Kind, "hold"))
+		}
+		fmt.Fprintln(w)
+	}
+	if a.server != nil {
+		fmt.Fprintf(w, "metrics: http://%v/metrics\n", a.server.Addr())
+	}
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// statusLine is one link's live status.
+func statusLine(lp *linkParts) string {
+	st := lp.master.Stats()
+	cmd := make([]float64, lp.file.Plant.Motors)
+	lp.link.Command(cmd)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-8s %-11s seq %-7d %-11s rtt %-9v ok %d/%d late %d timeout %d desync %d reconn %d drop %d overrun %d cmd [",
+		lp.file.Name, lp.link.State(), st.Seq, st.LastStatus, st.LastLatency.Round(time.Microsecond),
+		st.Status[udp.OK], st.Status[udp.OKNoDelay], st.Late, st.Status[udp.Timeout], st.Status[udp.Desync],
+		st.Status[udp.Reconnected], sumDrops(st), lp.link.Overruns())
+	for i, v := range cmd {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%+.3f", v)
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+func sumDrops(st udp.MasterStats) uint64 {
+	var n uint64
+	for _, d := range st.Dropped {
+		n += d
+	}
+	return n
+}
+
+// serve runs the app until ctx is done (or duration elapses when > 0), with a
+// live status view on a terminal.
+func (a *app) serve(ctx context.Context, stdout io.Writer, duration time.Duration) error {
+	if duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, duration)
+		defer cancel()
+	}
+	var wg sync.WaitGroup
+	viewCtx, stopView := context.WithCancel(ctx)
+	if isTerminal(stdout) {
+		wg.Go(func() { a.view(viewCtx, stdout) })
+	}
+	err := a.sup.Serve(ctx)
+	stopView()
+	wg.Wait()
+	for _, lp := range a.links {
+		fmt.Fprintln(stdout, statusLine(lp))
+	}
+	a.close()
+	return err
+}
+
+// view redraws one line per link until ctx is done.
+func (a *app) view(ctx context.Context, w io.Writer) {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	drawn := 0
+	for {
+		select {
+		case <-ctx.Done():
+			if drawn > 0 {
+				fmt.Fprintf(w, "\033[%dA\033[J", drawn)
+			}
+			return
+		case <-t.C:
+		}
+		var b strings.Builder
+		if drawn > 0 {
+			fmt.Fprintf(&b, "\033[%dA", drawn)
+		}
+		for _, lp := range a.links {
+			b.WriteString("\r\033[K")
+			b.WriteString(statusLine(lp))
+			b.WriteByte('\n')
+		}
+		io.WriteString(w, b.String())
+		drawn = len(a.links)
+	}
+}
