@@ -7,12 +7,14 @@ import (
 	"io"
 	"math"
 	"net/netip"
+	"os"
 	"strconv"
 	"time"
 
 	defaultconfig "github.com/labbridge/bridge"
 	"github.com/labbridge/bridge/bridge"
 	"github.com/labbridge/bridge/latency"
+	"github.com/labbridge/bridge/sdnotify"
 	"github.com/labbridge/bridge/udp"
 )
 
@@ -50,6 +52,7 @@ func runConfig(ctx context.Context, cfg *bridge.Config, from string, simulate, e
 	if err != nil {
 		return err
 	}
+	a.notify = sdnotify.New(os.Getenv("NOTIFY_SOCKET"))
 	fmt.Fprintf(stdout, "bridge %s: %s, %d link(s), simulated devices: %v\n", version, from, len(a.links), allSimulated(cfg))
 	a.describe(stdout)
 	if !simulate {

@@ -19,6 +19,7 @@ import (
 	"github.com/labbridge/bridge/bridge"
 	"github.com/labbridge/bridge/metrics"
 	"github.com/labbridge/bridge/realtime"
+	"github.com/labbridge/bridge/sdnotify"
 	"github.com/labbridge/bridge/sim"
 	"github.com/labbridge/bridge/udp"
 )
@@ -81,6 +82,7 @@ type app struct {
 	sup     *bridge.Supervisor
 	links   []*linkParts
 	closers []io.Closer
+	notify  *sdnotify.Notifier
 }
 
 func (a *app) close() {
@@ -333,6 +335,9 @@ func (a *app) serve(ctx context.Context, stdout io.Writer, duration time.Duratio
 	if isTerminal(stdout) {
 		wg.Go(func() { a.view(viewCtx, stdout) })
 	}
+	if a.notify != nil && a.notify.Enabled() {
+		wg.Go(func() { a.systemd(viewCtx) })
+	}
 	err := a.sup.Serve(ctx)
 	stopView()
 	wg.Wait()
@@ -369,4 +374,44 @@ func (a *app) view(ctx context.Context, w io.Writer) {
 		io.WriteString(w, b.String())
 		drawn = len(a.links)
 	}
+}
+
+// readyTicks is how many ticks every link runs before READY=1.
+const readyTicks = 10
+
+// systemd sends READY=1 once every link ticks, STOPPING=1 when ctx ends,
+// and pings the watchdog only while the loops advance (docs/realtime.md §11).
+func (a *app) systemd(ctx context.Context) {
+	ticks := func() (total uint64, all bool) {
+		all = true
+		for _, lp := range a.links {
+			n := lp.link.Ticks()
+			total += n
+			all = all && n >= readyTicks
+		}
+		return total, all
+	}
+	t := time.NewTicker(10 * time.Millisecond)
+	for ready := false; !ready; {
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			a.notify.Stopping()
+			return
+		case <-t.C:
+		}
+		if _, all := ticks(); all {
+			ready = true
+			if err := a.notify.Ready(fmt.Sprintf("%d link(s) ticking", len(a.links))); err != nil {
+				a.logger.Warn("systemd notification failed", "err", err)
+			}
+		}
+	}
+	t.Stop()
+	wd := &sdnotify.Watchdog{N: a.notify, Interval: sdnotify.WatchdogInterval(os.Getenv("WATCHDOG_USEC"), os.Getenv("WATCHDOG_PID"), os.Getpid()),
+		Progress: func() uint64 { n, _ := ticks(); return n }}
+	if err := wd.Serve(ctx); err != nil {
+		a.logger.Warn("systemd watchdog failed", "err", err)
+	}
+	a.notify.Stopping()
 }

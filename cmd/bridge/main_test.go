@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	defaultconfig "github.com/labbridge/bridge"
+	"github.com/labbridge/bridge/bridge"
+)
+
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestUsageAndVersion(t *testing.T) {
+	if code, _, stderr := runCLI(t); code != 2 || !strings.Contains(stderr, "bridge sim") {
+		t.Errorf("no args: %d %q", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "fly"); code != 2 || !strings.Contains(stderr, `unknown command "fly"`) {
+		t.Errorf("unknown: %d %q", code, stderr)
+	}
+	if code, out, _ := runCLI(t, "version"); code != 0 || !strings.HasPrefix(out, "bridge ") {
+		t.Errorf("version: %d %q", code, out)
+	}
+	for _, cmd := range []string{"run", "sim", "partner", "check", "startUDP"} {
+		if code, _, stderr := runCLI(t, cmd, "-help"); code != 0 || !strings.Contains(stderr, "Usage: bridge "+cmd) {
+			t.Errorf("%s -help: %d %q", cmd, code, stderr)
+		}
+	}
+	if code, _, stderr := runCLI(t, "bench", "loop", "-help"); code != 0 || !strings.Contains(stderr, "-rate") {
+		t.Errorf("bench loop -help: %d %q", code, stderr)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.toml")
+	os.WriteFile(good, defaultconfig.TOML(), 0o644)
+	if code, out, stderr := runCLI(t, "check", "-config", good); code != 0 || !strings.Contains(out, "ok, 1 link") {
+		t.Errorf("check good: %d %q %q", code, out, stderr)
+	}
+	bad := filepath.Join(dir, "bad.toml")
+	os.WriteFile(bad, bytes.Replace(defaultconfig.TOML(), []byte("rate_hz = 30"), []byte("rate_hz = 0.1"), 1), 0o644)
+	if code, _, stderr := runCLI(t, "check", "-config", bad); code != 1 || !strings.Contains(stderr, `link "emio".rate_hz = 0.1: want 1..10000`) {
+		t.Errorf("check bad: %d %q", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "check", "-config", filepath.Join(dir, "missing.toml")); code != 1 || !strings.Contains(stderr, "no such file") {
+		t.Errorf("check missing: %d %q", code, stderr)
+	}
+}
+
+// Requirement 10: emioapi's startUDP flags, with their defaults, honoured.
+func TestStartUDPFlags(t *testing.T) {
+	base := func() *bridge.Config {
+		c, err := bridge.ParseConfig(defaultconfig.TOML())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	c := base()
+	if err := applyEmioFlags(c, emioFlags{60, 2, "front", "z", "192.168.1.5", 26000, 26001, 9091, 0.25}); err != nil {
+		t.Fatal(err)
+	}
+	l := c.Links[0]
+	mc := l.MasterConfig(4)
+	if l.RateHz != 60 || *l.UDP.NbMarkers != 2 || l.Side != "front" || l.Sort != "z" ||
+		mc.Remote.String() != "192.168.1.5:26000" || mc.Listen.Port() != 26001 || mc.Bind.Port() != 9091 ||
+		mc.RecvTimeout != 250*time.Millisecond || mc.MeasureLen != 10 {
+		t.Errorf("flags not honoured: %+v %+v", l, mc)
+	}
+	defaults := emioFlags{30, 1, "plan", "y", "127.0.0.1", 25000, 25001, 9090, 0.1}
+	c = base()
+	if err := applyEmioFlags(c, defaults); err != nil {
+		t.Fatal(err)
+	}
+	if mc := c.Links[0].MasterConfig(4); mc.Remote.String() != "127.0.0.1:25000" || mc.Bind.String() != "0.0.0.0:9090" || mc.Listen.String() != "0.0.0.0:25001" {
+		t.Errorf("defaults: %+v", mc)
+	}
+	for _, bad := range []struct {
+		f    func(*emioFlags)
+		want string
+	}{
+		{func(f *emioFlags) { f.fps = 45 }, "--fps 45"},
+		{func(f *emioFlags) { f.side = "left" }, "--side left"},
+		{func(f *emioFlags) { f.sort = "x" }, "--sort x"},
+		{func(f *emioFlags) { f.remoteIP = "simulink" }, "--remote_ip"},
+		{func(f *emioFlags) { f.bindPort = 70000 }, "--bind_port 70000"},
+		{func(f *emioFlags) { f.recvTimeout = 0 }, "--recv_timeout"},
+	} {
+		f := defaults
+		bad.f(&f)
+		if err := applyEmioFlags(base(), f); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%+v: %v, want %q", f, err, bad.want)
+		}
+	}
+	// The flag parser knows emioapi's spellings.
+	if code, _, stderr := runCLI(t, "startUDP", "--fps", "45"); code != 1 || !strings.Contains(stderr, "--fps 45") {
+		t.Errorf("startUDP --fps 45: %d %q", code, stderr)
+	}
+}
+
+// bridge sim on the embedded default closes the loop: the Jacobian partner
+// drives the simulated markers to its target.
+func TestSimRuns(t *testing.T) {
+	dir := t.TempDir()
+	wd, _ := os.Getwd()
+	os.Chdir(dir) // no ./bridge.toml: the embedded default
+	defer os.Chdir(wd)
+	code, out, stderr := runCLI(t, "sim", "-duration", "4s", "-ephemeral", "-metrics", "")
+	if code != 0 {
+		t.Fatalf("sim: %d\n%s\n%s", code, out, stderr)
+	}
+	if !strings.Contains(out, "embedded bridge.toml") || !strings.Contains(out, "built-in partner, jacobian") {
+		t.Errorf("sim output:\n%s", out)
+	}
+	if !strings.Contains(stderr, `"to":"running"`) {
+		t.Errorf("the link never ran:\n%s", stderr)
+	}
+	// The last status line carries the command; the Jacobian controller
+	// converges to pinv(J)·r = [0.2875 0.1625 0.0375 -0.0875].
+	m := regexp.MustCompile(`cmd \[([^\]]+)\]`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no command in:\n%s", out)
+	}
+	want := []float64{0.2875, 0.1625, 0.0375, -0.0875}
+	for i, f := range strings.Fields(m[1]) {
+		v, _ := strconv.ParseFloat(f, 64)
+		if d := v - want[i]; d > 0.02 || d < -0.02 {
+			t.Errorf("motor %d command %v, want %v ± 0.02 (not converged)", i, v, want[i])
+		}
+	}
+}
+
+func TestBenchLinkShort(t *testing.T) {
+	code, out, stderr := runCLI(t, "bench", "link", "-rate", "200", "-duration", "1s", "-json")
+	if code != 0 {
+		t.Fatalf("%d %s %s", code, out, stderr)
+	}
+	var res benchLinkResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v in %q", err, out)
+	}
+	if res.Ticks < 50 || res.Replies < 10 || res.LatencyUs.P50 <= 0 || res.Status["OK_NO_DELAY"] == 0 {
+		t.Errorf("result %+v", res)
+	}
+}
+
+func TestPartnerCommand(t *testing.T) {
+	code, out, stderr := runCLI(t, "partner", "-listen", "127.0.0.1:0", "-accept", "", "-reply-to", "127.0.0.1:9", "-controller", "constant", "-u", "0.1,0.2,0.3,0.4", "-duration", "200ms")
+	if code != 0 || !strings.Contains(out, "partner: listening on 127.0.0.1:") || !strings.Contains(out, "received 0") {
+		t.Errorf("partner: %d %q %q", code, out, stderr)
+	}
+	if code, _, stderr := runCLI(t, "partner", "-controller", "constant", "-u", "1,x"); code != 1 || !strings.Contains(stderr, "-u") {
+		t.Errorf("bad -u: %d %q", code, stderr)
+	}
+}

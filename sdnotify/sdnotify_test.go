@@ -1,0 +1,93 @@
+package sdnotify
+
+import (
+	"context"
+	"errors"
+	"net"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func listen(t *testing.T) (*net.UnixConn, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "notify.sock")
+	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, path
+}
+
+func read(t *testing.T, c *net.UnixConn) string {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	b := make([]byte, 256)
+	n, err := c.Read(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b[:n])
+}
+
+func TestSend(t *testing.T) {
+	c, path := listen(t)
+	n := New(path)
+	if err := n.Ready("1 link running"); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, c); got != "READY=1\nSTATUS=1 link running" {
+		t.Errorf("got %q", got)
+	}
+	n.Stopping()
+	if got := read(t, c); got != "STOPPING=1" {
+		t.Errorf("got %q", got)
+	}
+	if err := New("").Send("READY=1"); !errors.Is(err, ErrNoSocket) {
+		t.Errorf("no socket: %v", err)
+	}
+}
+
+func TestWatchdogInterval(t *testing.T) {
+	cases := []struct {
+		usec, pid string
+		want      time.Duration
+	}{
+		{"2000000", "", time.Second},
+		{"2000000", "42", time.Second},
+		{"2000000", "7", 0},
+		{"", "", 0},
+		{"nope", "", 0},
+		{"-5", "", 0},
+	}
+	for _, c := range cases {
+		if got := WatchdogInterval(c.usec, c.pid, 42); got != c.want {
+			t.Errorf("%q %q: %v, want %v", c.usec, c.pid, got, c.want)
+		}
+	}
+}
+
+// The watchdog pings only while the loop advances.
+func TestWatchdogPingsOnlyOnProgress(t *testing.T) {
+	c, path := listen(t)
+	var ticks atomic.Uint64
+	w := &Watchdog{N: New(path), Interval: 5 * time.Millisecond, Progress: ticks.Load}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- w.Serve(ctx) }()
+	time.Sleep(50 * time.Millisecond) // stalled: no ping
+	c.SetReadDeadline(time.Now())
+	if _, err := c.Read(make([]byte, 64)); err == nil {
+		t.Fatal("pinged while the loop was stalled")
+	}
+	ticks.Add(1)
+	if got := read(t, c); got != "WATCHDOG=1" {
+		t.Errorf("got %q", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
