@@ -1,0 +1,453 @@
+package udp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// PartnerConfig configures a Partner. The defaults of the protocol are a
+// Listen of 127.0.0.1:25000, an Accept of 127.0.0.1:9090, a ReplyTo of
+// 127.0.0.1:25001, a MeasureLen of 3·nb_markers+4 and a CommandLen of 4.
+type PartnerConfig struct {
+	// Listen is where measurements arrive; port 0 picks an ephemeral port.
+	Listen netip.AddrPort
+	// Accept filters measurements by source, like the model's UDP Receive
+	// block: the zero AddrPort accepts any source, port 0 any port of the
+	// address.
+	Accept netip.AddrPort
+	// ReplyTo is where replies go. They are sent from an ephemeral port, as
+	// Simulink's UDP Send does.
+	ReplyTo netip.AddrPort
+	// MeasureLen is the number of payload values per measurement.
+	MeasureLen int
+	// CommandLen is the number of payload values per reply.
+	CommandLen int
+	// Delay selects the one-tick-delay mode: seq k is answered with
+	// [k−1, u computed from measurement k−1] (status OK at the master). The
+	// default echo mode answers [seq if seq > 0 else −1, u] (OK_NO_DELAY), as
+	// the shipped models' Switch does. Delay mode is a one-step delay line: if
+	// a measurement went missing the reply carries the seq last received, and
+	// a handshake empties the line (the next reply is [−1, held u]).
+	Delay bool
+	// Controller computes the command; nil holds the measured motor angles.
+	Controller Controller
+	// Faults injects faults into the replies; nil injects none.
+	Faults *Faults
+	// Logger receives start and stop messages; nil discards them.
+	Logger *slog.Logger
+}
+
+// PartnerStats are a Partner's counters since NewPartner.
+type PartnerStats struct {
+	Received   uint64 // datagrams read, whatever became of them
+	Replied    uint64 // reply datagrams sent (a duplicate counts twice)
+	Handshakes uint64 // accepted datagrams with seq < 0
+	Dropped    uint64 // wrong size, wrong source, NaN/±Inf or seq beyond ±2^53
+	Faulted    uint64 // datagrams affected by fault injection or discarded while paused
+	SendErrors uint64 // replies the socket refused
+	LastSeq    int64  // seq of the last accepted datagram; −1 before the first
+}
+
+var (
+	// ErrPartnerConfig reports an invalid PartnerConfig; the error is a
+	// *PartnerConfigError naming the field.
+	ErrPartnerConfig = errors.New("udp: invalid partner config")
+	// ErrPartnerClosed reports a Serve after Close or after an earlier Serve.
+	ErrPartnerClosed = errors.New("udp: partner closed")
+)
+
+// PartnerConfigError names the bad PartnerConfig field and the allowed values.
+type PartnerConfigError struct {
+	Field  string // e.g. "MeasureLen" or "Faults.Drop"
+	Reason string
+}
+
+func (e *PartnerConfigError) Error() string { return "udp: partner " + e.Field + ": " + e.Reason }
+
+// Unwrap makes errors.Is(err, ErrPartnerConfig) hold.
+func (e *PartnerConfigError) Unwrap() error { return ErrPartnerConfig }
+
+// partnerMaxLen bounds MeasureLen and CommandLen so that a datagram, plus the
+// extra value of a WrongSize fault, fits the largest UDP payload (65507 B).
+const partnerMaxLen = 65507/ValueSize - 2
+
+// Partner plays the host side of the protocol: what a shipped Simulink model
+// does at the other end of the emioapi bridge (docs/simulink-udp.md §9.1). It
+// answers each measurement with one command, without allocating.
+type Partner struct {
+	measureLen            int
+	acceptAny, acceptPort bool
+	accept                netip.AddrPort // unmapped
+	replyTo               netip.AddrPort
+	delay                 bool
+	log                   *slog.Logger
+	epoch                 time.Time
+	// lockThread pins the receive goroutine to its OS thread. It stays off:
+	// the netpoller's hand-off to a locked thread costs more than it saves
+	// (BenchmarkPartnerAt1kHz on 2 cores: round trip p50 ≈ 20 µs unlocked,
+	// 32–50 µs locked, and a p99 several times worse).
+	lockThread bool
+
+	rx, tx          *net.UDPConn
+	addr, replyAddr netip.AddrPort
+
+	rbuf, wbuf []byte // receive goroutine only
+
+	// mu guards the model state against Restart and Command, which run on
+	// other goroutines; uncontended, it costs a few ns per datagram.
+	mu      sync.Mutex
+	ctl     Controller
+	y       []float64 // the last accepted payload
+	u       []float64 // controller output
+	ubak    []float64 // u before Step, restored if a controller yields NaN
+	sent    []float64 // payload of the last reply; what the model outputs
+	prevU   []float64 // delay mode: the output computed for prevSeq
+	prevSeq int64
+	hasPrev bool
+
+	faults *faultInjector // nil without Faults
+
+	received, replied, handshakes, dropped, faulted, sendErrors atomic.Uint64
+	lastSeq                                                     atomic.Int64
+
+	serving   atomic.Bool
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// dimsController is implemented by the controllers of this package, so that a
+// size mismatch is an error at start-up rather than a silent hold.
+type dimsController interface {
+	Dims() (measureLen, commandLen int)
+}
+
+// NewPartner validates cfg and binds both sockets, so that Addr and ReplyAddr
+// are known before Serve.
+func NewPartner(cfg PartnerConfig) (*Partner, error) {
+	if err := validatePartnerConfig(&cfg); err != nil {
+		return nil, err
+	}
+	p := &Partner{
+		measureLen: cfg.MeasureLen,
+		acceptAny:  !cfg.Accept.Addr().IsValid(),
+		acceptPort: cfg.Accept.Port() != 0,
+		accept:     netip.AddrPortFrom(cfg.Accept.Addr().Unmap(), cfg.Accept.Port()),
+		replyTo:    cfg.ReplyTo,
+		delay:      cfg.Delay,
+		log:        cfg.Logger,
+		epoch:      time.Now(),
+		rbuf:       make([]byte, DatagramSize(cfg.MeasureLen)+1), // +1: an oversized datagram shows, not truncated to fit
+		wbuf:       make([]byte, DatagramSize(cfg.CommandLen+1)), // +1 value: WrongSize's long reply
+		ctl:        cfg.Controller,
+		y:          make([]float64, cfg.MeasureLen),
+		u:          make([]float64, cfg.CommandLen),
+		ubak:       make([]float64, cfg.CommandLen),
+		sent:       make([]float64, cfg.CommandLen),
+		prevU:      make([]float64, cfg.CommandLen),
+	}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	if p.ctl == nil {
+		p.ctl = newHoldAt(cfg.MeasureLen-cfg.CommandLen, cfg.CommandLen)
+	}
+	p.lastSeq.Store(-1)
+	if cfg.Faults != nil {
+		p.faults = newFaultInjector(cfg.Faults, len(p.wbuf))
+	}
+	if err := p.bind(cfg.Listen); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func validatePartnerConfig(cfg *PartnerConfig) error {
+	bad := func(field, format string, args ...any) error {
+		return &PartnerConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	}
+	if cfg.MeasureLen < 1 || cfg.MeasureLen > partnerMaxLen {
+		return bad("MeasureLen", "%d, want 1..%d (3·nb_markers+4)", cfg.MeasureLen, partnerMaxLen)
+	}
+	if cfg.CommandLen < 1 || cfg.CommandLen > partnerMaxLen {
+		return bad("CommandLen", "%d, want 1..%d (4 for Emio)", cfg.CommandLen, partnerMaxLen)
+	}
+	if !cfg.Listen.Addr().IsValid() {
+		return bad("Listen", "%v is not set, want an address such as 127.0.0.1:25000", cfg.Listen)
+	}
+	if !cfg.Accept.Addr().IsValid() && cfg.Accept.Port() != 0 {
+		return bad("Accept", "port %d without an address, want host:port, host:0 or unset", cfg.Accept.Port())
+	}
+	if !cfg.ReplyTo.Addr().IsValid() || cfg.ReplyTo.Addr().IsUnspecified() || cfg.ReplyTo.Port() == 0 {
+		return bad("ReplyTo", "%v, want a host and a non-zero port such as 127.0.0.1:25001", cfg.ReplyTo)
+	}
+	if cfg.Faults != nil {
+		if err := cfg.Faults.validate(); err != nil {
+			return err
+		}
+	}
+	if cfg.Controller == nil {
+		if cfg.MeasureLen < cfg.CommandLen {
+			return bad("Controller", "nil (hold the motor angles) needs MeasureLen ≥ CommandLen, got %d < %d", cfg.MeasureLen, cfg.CommandLen)
+		}
+	} else if d, ok := cfg.Controller.(dimsController); ok {
+		m, c := d.Dims()
+		if (m != 0 && m != cfg.MeasureLen) || c != cfg.CommandLen {
+			return bad("Controller", "built for %d measured and %d command values, config has MeasureLen %d and CommandLen %d", m, c, cfg.MeasureLen, cfg.CommandLen)
+		}
+	}
+	return nil
+}
+
+// bind opens the listen socket and the reply socket.
+func (p *Partner) bind(listen netip.AddrPort) error {
+	listen = netip.AddrPortFrom(listen.Addr().Unmap(), listen.Port())
+	rx, err := net.ListenUDP(partnerNetwork(listen.Addr()), net.UDPAddrFromAddrPort(listen))
+	if err != nil {
+		return fmt.Errorf("udp: partner listen on %v: %w", listen, err)
+	}
+	// Like Simulink's UDP Send (LocalAddress 0.0.0.0, LocalPort −1): the
+	// wildcard address and an ephemeral port.
+	to := p.replyTo.Addr().Unmap()
+	wild := netip.IPv4Unspecified()
+	if to.Is6() {
+		wild = netip.IPv6Unspecified()
+	}
+	tx, err := net.ListenUDP(partnerNetwork(to), net.UDPAddrFromAddrPort(netip.AddrPortFrom(wild, 0)))
+	if err != nil {
+		rx.Close()
+		return fmt.Errorf("udp: partner reply socket: %w", err)
+	}
+	// The kernel picks the source address per datagram; a connected probe
+	// (which sends nothing) tells which one the master will see.
+	src, err := net.DialUDP(partnerNetwork(to), nil, net.UDPAddrFromAddrPort(p.replyTo))
+	if err != nil {
+		rx.Close()
+		tx.Close()
+		return fmt.Errorf("udp: partner ReplyTo %v unreachable: %w", p.replyTo, err)
+	}
+	srcAddr := src.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
+	src.Close()
+	p.rx, p.tx = rx, tx
+	p.addr = partnerUnmap(rx.LocalAddr().(*net.UDPAddr).AddrPort())
+	p.replyAddr = netip.AddrPortFrom(srcAddr, tx.LocalAddr().(*net.UDPAddr).AddrPort().Port())
+	return nil
+}
+
+func partnerNetwork(a netip.Addr) string {
+	if a.Unmap().Is4() {
+		return "udp4"
+	}
+	return "udp6"
+}
+
+func partnerUnmap(ap netip.AddrPort) netip.AddrPort {
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}
+
+// Addr returns the bound listen address.
+func (p *Partner) Addr() netip.AddrPort { return p.addr }
+
+// ReplyAddr returns the source address of the replies, as the master sees it.
+func (p *Partner) ReplyAddr() netip.AddrPort { return p.replyAddr }
+
+// Stats returns the counters.
+func (p *Partner) Stats() PartnerStats {
+	return PartnerStats{
+		Received:   p.received.Load(),
+		Replied:    p.replied.Load(),
+		Handshakes: p.handshakes.Load(),
+		Dropped:    p.dropped.Load(),
+		Faulted:    p.faulted.Load(),
+		SendErrors: p.sendErrors.Load(),
+		LastSeq:    p.lastSeq.Load(),
+	}
+}
+
+// Command copies the payload of the last reply built (before fault
+// injection) into dst, up to len(dst) values.
+func (p *Partner) Command(dst []float64) {
+	p.mu.Lock()
+	copy(dst, p.sent)
+	p.mu.Unlock()
+}
+
+// Restart puts the model back in its start-up state, as stopping and
+// starting the Simulink model does: the controller is Reset, the command and
+// the one-tick delay go back to zeros. Safe while Serve runs.
+func (p *Partner) Restart() {
+	p.mu.Lock()
+	p.ctl.Reset()
+	clear(p.u)
+	clear(p.sent)
+	clear(p.prevU)
+	p.hasPrev = false
+	p.mu.Unlock()
+}
+
+// Close closes both sockets, which stops a running Serve. Idempotent.
+func (p *Partner) Close() error {
+	p.closeOnce.Do(func() {
+		p.closed.Store(true)
+		p.closeErr = errors.Join(p.rx.Close(), p.tx.Close())
+	})
+	return p.closeErr
+}
+
+// Serve answers measurements until ctx is done or Close is called, then
+// closes the sockets and returns nil. A socket failure ends it with an error.
+// Serve may be called once.
+func (p *Partner) Serve(ctx context.Context) error {
+	if p.closed.Load() {
+		return fmt.Errorf("udp: partner on %v: Serve after Close: %w", p.addr, ErrPartnerClosed)
+	}
+	if !p.serving.CompareAndSwap(false, true) {
+		return fmt.Errorf("udp: partner on %v: Serve called twice: %w", p.addr, ErrPartnerClosed)
+	}
+	p.log.Info("udp: partner serving", "listen", p.addr, "reply_from", p.replyAddr, "reply_to", p.replyTo, "delay_mode", p.delay)
+	stop := make(chan struct{})
+	errc := make(chan error, 1)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		errc <- p.receiveLoop()
+	}()
+	if p.faults != nil && p.faults.delay > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.delayLoop(stop)
+		}()
+	}
+	var err error
+	select {
+	case <-ctx.Done():
+		close(stop)
+		p.Close() // unblocks the read
+		err = <-errc
+	case err = <-errc: // Close, or a socket error
+		close(stop)
+		p.Close()
+	}
+	wg.Wait()
+	s := p.Stats()
+	p.log.Info("udp: partner stopped", "listen", p.addr, "received", s.Received, "replied", s.Replied,
+		"dropped", s.Dropped, "faulted", s.Faulted, "send_errors", s.SendErrors, "err", err)
+	return err
+}
+
+// receiveLoop reads and answers datagrams until the socket is closed.
+func (p *Partner) receiveLoop() error {
+	if p.lockThread {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
+	for {
+		n, src, err := p.rx.ReadFromUDPAddrPort(p.rbuf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return fmt.Errorf("udp: partner receive on %v: %w", p.addr, err)
+		}
+		m := p.process(p.rbuf[:n], src, p.wbuf)
+		if m == 0 {
+			continue
+		}
+		if p.faults == nil {
+			p.write(p.wbuf[:m])
+		} else {
+			p.emitFaulty(p.wbuf[:m])
+		}
+	}
+}
+
+// process applies the model to one datagram in from src (§9.1) and writes
+// the reply into out, which must hold DatagramSize(CommandLen) bytes. It
+// returns the reply's length, 0 when there is no reply.
+func (p *Partner) process(in []byte, src netip.AddrPort, out []byte) int {
+	p.received.Add(1)
+	if p.faults != nil && p.faults.cfg.Paused() {
+		p.faulted.Add(1)
+		return 0
+	}
+	if !p.accepts(src) || len(in) != DatagramSize(p.measureLen) {
+		p.dropped.Add(1)
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	seq, err := Unmarshal(in, p.y)
+	if err != nil {
+		p.dropped.Add(1)
+		return 0
+	}
+	p.lastSeq.Store(seq)
+	replySeq := int64(HandshakeSeq)
+	switch {
+	case seq < 0:
+		// The enabled subsystem is off during the handshake: nothing is
+		// computed and the output holds. A handshake also restarts the
+		// master's seq, so the delay line forgets what it held.
+		p.handshakes.Add(1)
+		p.hasPrev = false
+	case p.delay:
+		p.step(seq)
+		if p.hasPrev {
+			replySeq = p.prevSeq
+			copy(p.sent, p.prevU)
+		}
+		copy(p.prevU, p.u)
+		p.prevSeq, p.hasPrev = seq, true
+	default:
+		p.step(seq)
+		if seq > 0 { // the Switch: seq if seq > 0, else −1
+			replySeq = seq
+		}
+		copy(p.sent, p.u)
+	}
+	n, err := MarshalTo(out, replySeq, p.sent)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// step runs the controller; a NaN or ±Inf output is undone, so that no
+// controller can make the partner send one.
+func (p *Partner) step(seq int64) {
+	copy(p.ubak, p.u)
+	p.ctl.Step(seq, p.y, p.u)
+	if !ctlFinite(p.u) {
+		copy(p.u, p.ubak)
+	}
+}
+
+func (p *Partner) accepts(src netip.AddrPort) bool {
+	if p.acceptAny {
+		return true
+	}
+	return src.Addr().Unmap() == p.accept.Addr() && (!p.acceptPort || src.Port() == p.accept.Port())
+}
+
+func (p *Partner) write(b []byte) {
+	if _, err := p.tx.WriteToUDPAddrPort(b, p.replyTo); err != nil {
+		if !errors.Is(err, net.ErrClosed) {
+			p.sendErrors.Add(1)
+		}
+		return
+	}
+	p.replied.Add(1)
+}
+
+// monoNow returns the monotonic time since the partner's epoch, in ns.
+func (p *Partner) monoNow() int64 { return int64(time.Since(p.epoch)) }
