@@ -1,0 +1,124 @@
+package metrics
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labbridge/bridge/udp"
+)
+
+// linkWithTraffic returns a served registry whose link "emio" has seen ticks.
+func linkWithTraffic(t *testing.T) string {
+	t.Helper()
+	reg, set := newSet(t)
+	l, err := set.Link("emio", time.Second/30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 42 {
+		l.ObserveTick(int64(i)*1000, 5000)
+		l.Exchanged(udp.OKNoDelay)
+		l.Reply(30_000, false)
+	}
+	l.Dropped(udp.DropSize)
+	if err := l.SetState(StateRunning); err != nil {
+		t.Fatal(err)
+	}
+	return startServer(t, reg, nil)
+}
+
+// promtool, Prometheus' own linter, accepts our exposition.
+func TestPromtoolCheckMetrics(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool not found: install Debian package prometheus (apt-get install prometheus)")
+	}
+	base := linkWithTraffic(t)
+	_, body := get(t, base+"/metrics")
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = strings.NewReader(body)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool check metrics: %v\n%s", err, out)
+	}
+	if len(bytes.TrimSpace(out)) != 0 {
+		t.Errorf("promtool check metrics complains:\n%s", out)
+	}
+}
+
+// A real Prometheus server scrapes /metrics and answers queries on it.
+func TestRealPrometheusScrapes(t *testing.T) {
+	prom, err := exec.LookPath("prometheus")
+	if err != nil {
+		t.Skip("prometheus not found: install Debian package prometheus (apt-get install prometheus)")
+	}
+	target := strings.TrimPrefix(linkWithTraffic(t), "http://")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "prometheus.yml")
+	os.WriteFile(cfg, fmt.Appendf(nil, "global:\n  scrape_interval: 200ms\nscrape_configs:\n  - job_name: bridge\n    static_configs:\n      - targets: [%q]\n        labels: {robot: a}\n", target), 0o644)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := l.Addr().String()
+	l.Close()
+	cmd := exec.Command(prom, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+web)
+	var logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	query := url.QueryEscape(`bridge_loop_ticks_total{job="bridge",robot="a",link="emio"}`)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if time.Now().After(deadline) {
+			t.Fatalf("Prometheus never returned the series; its log:\n%s", logs.String())
+		}
+		time.Sleep(300 * time.Millisecond)
+		code, body := getQuiet("http://" + web + "/api/v1/query?query=" + query)
+		if code != 200 {
+			continue
+		}
+		var r struct {
+			Status string
+			Data   struct {
+				Result []struct {
+					Value [2]any
+				}
+			}
+		}
+		if err := json.Unmarshal([]byte(body), &r); err != nil || r.Status != "success" || len(r.Data.Result) == 0 {
+			continue
+		}
+		if v := r.Data.Result[0].Value[1]; v != "42" {
+			t.Fatalf("bridge_loop_ticks_total = %v, want 42", v)
+		}
+		return
+	}
+}
+
+// getQuiet is a GET that reports failure as status 0 (the server may still
+// be starting).
+func getQuiet(u string) (int, string) {
+	c := &http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(u)
+	if err != nil {
+		return 0, ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
