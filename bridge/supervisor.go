@@ -158,15 +158,14 @@ func (s *Supervisor) Serve(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	seed := s.cfg.Seed
-	for _, l := range links {
-		seed++
+	for i, l := range links {
+		seed := seed + 2*uint64(i)
 		wg.Go(func() { s.restart(ctx, "link "+l.Name(), l, seed) })
-		seed++
-		wg.Go(func() { s.reopen(ctx, l, seed) })
+		wg.Go(func() { s.reopen(ctx, l, seed+1) })
 		wg.Go(func() { s.drain(ctx, l) })
 	}
-	for _, ns := range services {
-		seed++
+	for i, ns := range services {
+		seed := seed + 2*uint64(len(links)+i)
 		wg.Go(func() { s.restart(ctx, ns.name, ns.svc, seed) })
 	}
 	wg.Wait()

@@ -1,0 +1,88 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestBackoffGrowsCapsAndDecays(t *testing.T) {
+	b := Backoff{Initial: 100 * time.Millisecond, Max: time.Second, Factor: 2, Healthy: 10 * time.Second}
+	s := newBackoffState(b, 1)
+	t0 := time.Unix(0, 0)
+	var got []time.Duration
+	for range 6 {
+		got = append(got, s.next(t0))
+	}
+	want := []time.Duration{100, 200, 400, 800, 1000, 1000}
+	for i := range want {
+		if got[i] != want[i]*time.Millisecond {
+			t.Fatalf("delays %v, want %v ms", got, want)
+		}
+	}
+	// Healthy for 25 s forgets two doublings.
+	s.up(t0)
+	if d := s.next(t0.Add(25 * time.Second)); d != time.Second {
+		t.Fatalf("after 25 s healthy: %v, want 1s (attempt 6-2=4 → capped)", d)
+	}
+	s.up(t0)
+	if d := s.next(t0.Add(time.Hour)); d != 100*time.Millisecond {
+		t.Fatalf("after an hour healthy: %v, want 100ms", d)
+	}
+}
+
+func TestBackoffJitterBounds(t *testing.T) {
+	b := Backoff{Initial: time.Second, Max: time.Second, Factor: 2, Jitter: 0.2}
+	s := newBackoffState(b, 7)
+	lo, hi := time.Hour, time.Duration(0)
+	for range 1000 {
+		d := s.next(time.Time{})
+		lo, hi = min(lo, d), max(hi, d)
+	}
+	if lo < 800*time.Millisecond || hi > 1200*time.Millisecond || hi-lo < 300*time.Millisecond {
+		t.Errorf("jittered delays in [%v, %v], want spread within 0.8s..1.2s", lo, hi)
+	}
+}
+
+type flaky struct {
+	calls atomic.Int32
+	fails int32
+}
+
+func (f *flaky) Serve(ctx context.Context) error {
+	if f.calls.Add(1) <= f.fails {
+		return errors.New("flaky: broke")
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func TestSupervisorRestartsFailedService(t *testing.T) {
+	sup := NewSupervisor(SupervisorConfig{Backoff: Backoff{Initial: time.Millisecond, Max: 2 * time.Millisecond, Factor: 2}, Seed: 1})
+	f := &flaky{fails: 3}
+	if err := sup.Add("flaky", f); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- sup.Serve(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for f.calls.Load() < 4 {
+		if time.Now().After(deadline) {
+			t.Fatalf("restarted %d times", f.calls.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := sup.Add("late", f); !errors.Is(err, ErrServing) {
+		t.Errorf("Add while serving: %v", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := f.calls.Load(); n != 4 {
+		t.Errorf("%d calls, want 4 (3 failures, then it ran until stop)", n)
+	}
+}
