@@ -37,7 +37,7 @@ type ApplyMode uint8
 // Apply modes.
 const (
 	// ApplyPrevious is emioapi's order: the reply of tick k is applied at the
-	// start of tick k+1, before the measurement (docs/simulink-udp.md §8.4).
+	// start of tick k+1, just after the motors are read (docs/simulink-udp.md §8.4).
 	ApplyPrevious ApplyMode = iota
 	// ApplyImmediate applies a reply as soon as it arrives.
 	ApplyImmediate
@@ -77,8 +77,9 @@ type LinkConfig struct {
 	Margin time.Duration
 }
 
-// Link joins a loop, a Simulink exchanger and a plant: one tick applies the
-// previous command, measures and exchanges (design.md "One tick").
+// Link joins a loop, a Simulink exchanger and a plant: one tick measures,
+// applies the previous tick's command and exchanges (design.md "One tick",
+// in emioapi's exact order).
 type Link struct {
 	cfg     LinkConfig
 	plant   Plant
@@ -229,20 +230,22 @@ func (l *Link) Serve(ctx context.Context) error {
 	return errors.Join(err, herr)
 }
 
-// Tick runs one tick: apply the previous command, measure, exchange.
+// Tick runs one tick: measure, apply the previous command, exchange.
 func (l *Link) Tick(ti *TickInfo) {
 	up := l.deviceUp.Load()
 	if up && l.state == Degraded {
 		l.setState(l.linkState(), CauseDeviceReopened, nil)
 	}
-	if up && l.haveCmd && l.cfg.Apply == ApplyPrevious {
-		up = l.apply()
-	}
+	// emioapi reads the motors, then writes the previous tick's command
+	// (docs/simulink-udp.md §8.3–8.4): q_k is read before u_{k−1} is written.
 	if up {
 		if err := l.plant.Measure(l.meas); err != nil {
 			l.fail(err)
 			up = false
 		}
+	}
+	if up && l.haveCmd && l.cfg.Apply == ApplyPrevious {
+		up = l.apply()
 	}
 	// While degraded the last measurement is sent again: Simulink keeps its
 	// step and the handshake state survives a device restart.

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -401,5 +402,58 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// recordingPlant logs the order of calls.
+type recordingPlant struct{ calls []string }
+
+func (p *recordingPlant) MeasureLen() int              { return 7 }
+func (p *recordingPlant) CommandLen() int              { return 4 }
+func (p *recordingPlant) Measure([]float64) error      { p.calls = append(p.calls, "measure"); return nil }
+func (p *recordingPlant) Command([]float64) error      { p.calls = append(p.calls, "command"); return nil }
+func (p *recordingPlant) Halt(bridge.HaltPolicy) error { p.calls = append(p.calls, "halt"); return nil }
+
+// Requirement 7: each tick reads the motors first, then writes the previous
+// tick's command, then exchanges; with apply = "immediate" the reply is
+// written as soon as it arrives.
+func TestTickOrder(t *testing.T) {
+	for _, tc := range []struct {
+		mode bridge.ApplyMode
+		want string
+	}{
+		{bridge.ApplyPrevious, "measure measure command measure command"},
+		{bridge.ApplyImmediate, "measure command measure command measure command"},
+	} {
+		p := &recordingPlant{}
+		ex := &fakeExchanger{status: udp.OK, reply: []float64{0.1, 0.1, 0.1, 0.1}}
+		lim := []bridge.Limit{{-1, 1}, {-1, 1}, {-1, 1}, {-1, 1}}
+		l, err := bridge.NewLink(bridge.LinkConfig{Name: "x", Apply: tc.mode, Loop: bridge.LoopConfig{Period: time.Millisecond, CPU: -1}, Limits: lim},
+			p, ex, realtime.NewClock(), nil, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ti bridge.TickInfo
+		for range 3 {
+			l.Tick(&ti)
+		}
+		if got := strings.Join(p.calls, " "); got != tc.want {
+			t.Errorf("%v: calls %q, want %q", tc.mode, got, tc.want)
+		}
+	}
+}
+
+// Requirement 6: one measurement datagram per tick, never more.
+func TestOneDatagramPerTick(t *testing.T) {
+	r := newRig(t, udp.ControllerSpec{Kind: "hold"}, nil, 10*time.Millisecond)
+	r.untilRunning()
+	before := r.partner.Stats().Received
+	for range 50 {
+		r.tick()
+	}
+	waitFor(t, "the partner to read every datagram", func() bool { return r.partner.Stats().Received >= before+50 })
+	time.Sleep(20 * time.Millisecond)
+	if got := r.partner.Stats().Received - before; got != 50 {
+		t.Errorf("%d datagrams for 50 ticks", got)
 	}
 }
