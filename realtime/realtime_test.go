@@ -1,0 +1,338 @@
+package realtime
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestClockNowMonotonic(t *testing.T) {
+	c := NewClock()
+	prev := c.Now()
+	for i := range 100000 {
+		n := c.Now()
+		if n < prev {
+			t.Fatalf("Now went back at read %d: %d after %d", i, n, prev)
+		}
+		prev = n
+	}
+}
+
+// The clock must agree with the kernel's CLOCK_MONOTONIC, the clock that
+// clock_nanosleep sleeps on: a kernel reading taken between two Now readings
+// must fall between them (up to the base pair's error, well under 1 ms).
+func TestClockMatchesKernel(t *testing.T) {
+	c := NewClock()
+	const slack = int64(time.Millisecond)
+	for range 100 {
+		before := c.Now()
+		var ts unix.Timespec
+		if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+			t.Fatal(err)
+		}
+		after := c.Now()
+		k := ts.Nano()
+		if k < before-slack || k > after+slack {
+			t.Fatalf("kernel CLOCK_MONOTONIC %d not within [%d, %d] ± 1ms", k, before, after)
+		}
+	}
+}
+
+func TestSleepUntilPastReturns(t *testing.T) {
+	c := NewClock()
+	for _, d := range []int64{0, 1, c.Now() - int64(time.Second), c.Now()} {
+		if err := SleepUntil(d); err != nil {
+			t.Errorf("SleepUntil(%d) = %v, want nil", d, err)
+		}
+	}
+}
+
+func TestSleepUntilReachesDeadline(t *testing.T) {
+	c := NewClock()
+	deadline := c.Now() + int64(200*time.Microsecond)
+	if err := SleepUntil(deadline); err != nil {
+		t.Fatal(err)
+	}
+	if now := c.Now(); now < deadline {
+		t.Fatalf("woke at %d, before the deadline %d", now, deadline)
+	}
+}
+
+func TestSleepUntilInvalid(t *testing.T) {
+	err := SleepUntil(-1)
+	if !errors.Is(err, unix.EINVAL) {
+		t.Fatalf("SleepUntil(-1) = %v, want EINVAL", err)
+	}
+	if !strings.HasPrefix(err.Error(), "realtime: ") || !strings.Contains(err.Error(), "-1") {
+		t.Errorf("message %q must start with the package and name the value", err)
+	}
+}
+
+func TestSpinUntil(t *testing.T) {
+	c := NewClock()
+	deadline := c.Now() + int64(50*time.Microsecond)
+	SpinUntil(c, deadline)
+	if now := c.Now(); now < deadline {
+		t.Fatalf("spin returned at %d, before %d", now, deadline)
+	}
+}
+
+func TestAllocs(t *testing.T) {
+	c := NewClock()
+	past := c.Now() - int64(time.Second)
+	for _, tc := range []struct {
+		name string
+		f    func()
+	}{
+		{"Now", func() { _ = c.Now() }},
+		{"SleepUntil(past)", func() { _ = SleepUntil(past) }},
+		{"SpinUntil(past)", func() { SpinUntil(c, past) }},
+	} {
+		if n := testing.AllocsPerRun(1000, tc.f); n != 0 {
+			t.Errorf("%s: %v allocations, want 0", tc.name, n)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  ThreadConfig
+		want error
+	}{
+		{ThreadConfig{CPU: -1}, nil},
+		{ThreadConfig{Priority: 1, CPU: 0}, nil},
+		{ThreadConfig{Priority: 99, CPU: 1023, TimerSlack: time.Nanosecond}, nil},
+		{ThreadConfig{Priority: -1, CPU: -1}, ErrPriority},
+		{ThreadConfig{Priority: 100, CPU: -1}, ErrPriority},
+		{ThreadConfig{CPU: -2}, ErrCPU},
+		{ThreadConfig{CPU: 1024}, ErrCPU},
+		{ThreadConfig{CPU: -1, TimerSlack: -1}, ErrTimerSlack},
+	} {
+		err := tc.cfg.Validate()
+		if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
+			t.Errorf("%+v: Validate() = %v, want %v", tc.cfg, err, tc.want)
+		}
+	}
+	err := ThreadConfig{Priority: 120, CPU: -1}.Validate()
+	if err == nil || !strings.Contains(err.Error(), "120") || !strings.HasPrefix(err.Error(), "realtime: ") {
+		t.Errorf("message %q must start with the package and name the value", err)
+	}
+}
+
+// onDiscardedThread runs f on a fresh locked goroutine that exits without
+// unlocking, so the runtime terminates the thread whose scheduling f changed.
+func onDiscardedThread(f func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread()
+		f()
+	}()
+	<-done
+}
+
+func TestSetupThreadNoop(t *testing.T) {
+	var (
+		th    *Thread
+		warns []error
+	)
+	onDiscardedThread(func() { th, warns = SetupThread(ThreadConfig{CPU: -1}) })
+	if th == nil || len(warns) != 0 {
+		t.Fatalf("SetupThread(no-op) = %v, %v; want a thread and no warnings", th, warns)
+	}
+	if err := th.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSetupThreadInvalid(t *testing.T) {
+	th, warns := SetupThread(ThreadConfig{Priority: 100, CPU: -1})
+	if th != nil || len(warns) != 1 || !errors.Is(warns[0], ErrPriority) {
+		t.Fatalf("SetupThread(priority 100) = %v, %v; want nil and ErrPriority", th, warns)
+	}
+	if err := th.Close(); err != nil {
+		t.Fatalf("Close on nil Thread: %v", err)
+	}
+}
+
+// Priority 80 either takes effect on this thread only, or is reported as a
+// warning naming the setting (unprivileged runs).
+func TestSetupThreadFIFO(t *testing.T) {
+	var (
+		warns     []error
+		attr      *unix.SchedAttr
+		attrErr   error
+		otherAttr *unix.SchedAttr
+		slack     int
+		slackErr  error
+		closeErr  error
+	)
+	onDiscardedThread(func() {
+		var th *Thread
+		th, warns = SetupThread(ThreadConfig{Priority: 80, CPU: -1, TimerSlack: time.Nanosecond})
+		attr, attrErr = unix.SchedGetAttr(0, 0)
+		slack, slackErr = unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
+		closeErr = th.Close()
+	})
+	// This goroutine's thread was not touched.
+	otherAttr, err := unix.SchedGetAttr(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if attrErr != nil || slackErr != nil || closeErr != nil {
+		t.Fatal(attrErr, slackErr, closeErr)
+	}
+	// Since Linux 6.7 a real-time thread's slack reads 0.
+	if slack != 1 && !(slack == 0 && attr.Policy == unix.SCHED_FIFO) {
+		t.Errorf("timer slack = %d ns, want 1 (or 0 under SCHED_FIFO)", slack)
+	}
+	if otherAttr.Policy == unix.SCHED_FIFO {
+		t.Errorf("SCHED_FIFO leaked to another thread")
+	}
+	if len(warns) == 0 {
+		if attr.Policy != unix.SCHED_FIFO || attr.Priority != 80 {
+			t.Errorf("no warning but sched_getattr = policy %d priority %d, want FIFO 80", attr.Policy, attr.Priority)
+		}
+		return
+	}
+	var se *SetupError
+	if len(warns) != 1 || !errors.As(warns[0], &se) || !strings.Contains(se.Error(), "SCHED_FIFO priority 80") {
+		t.Fatalf("warnings = %v, want one naming SCHED_FIFO priority 80", warns)
+	}
+	if errors.Is(se, fs.ErrPermission) && !strings.Contains(se.Error(), "LimitRTPRIO=80") {
+		t.Errorf("EPERM warning %q must name the fix", se)
+	}
+	if attr.Policy == unix.SCHED_FIFO {
+		t.Errorf("warning reported but the thread is SCHED_FIFO")
+	}
+}
+
+func TestSetupThreadAffinity(t *testing.T) {
+	var allowed unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &allowed); err != nil {
+		t.Fatal(err)
+	}
+	cpu := -1
+	for i := range maxCPU {
+		if allowed.IsSet(i) {
+			cpu = i
+			break
+		}
+	}
+	if cpu < 0 {
+		t.Fatal("no allowed CPU")
+	}
+	for _, tc := range []struct {
+		cpu      int
+		wantWarn bool
+	}{
+		{cpu, false},
+		{maxCPU - 1, !allowed.IsSet(maxCPU - 1)},
+	} {
+		var (
+			warns []error
+			got   unix.CPUSet
+			err   error
+		)
+		onDiscardedThread(func() {
+			_, warns = SetupThread(ThreadConfig{CPU: tc.cpu})
+			err = unix.SchedGetaffinity(0, &got)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.wantWarn {
+			var se *SetupError
+			if len(warns) != 1 || !errors.As(warns[0], &se) || !strings.Contains(se.Setting, "CPU affinity") {
+				t.Errorf("CPU %d: warnings %v, want one CPU affinity warning", tc.cpu, warns)
+			}
+			continue
+		}
+		if len(warns) != 0 || got.Count() != 1 || !got.IsSet(tc.cpu) {
+			t.Errorf("CPU %d: warnings %v, affinity count %d; want pinned to %d", tc.cpu, warns, got.Count(), tc.cpu)
+		}
+	}
+}
+
+// The DMA latency request is either held until Close or reported.
+func TestSetupThreadDMALatency(t *testing.T) {
+	var (
+		th    *Thread
+		warns []error
+	)
+	onDiscardedThread(func() { th, warns = SetupThread(ThreadConfig{CPU: -1, DMALatency: true}) })
+	if len(warns) == 0 && !th.HoldsDMALatency() {
+		t.Fatal("no warning, but the DMA latency request is not held")
+	}
+	if len(warns) > 0 && (th.HoldsDMALatency() || !strings.Contains(warns[0].Error(), DMALatencyPath)) {
+		t.Fatalf("warnings %v with request held = %v", warns, th.HoldsDMALatency())
+	}
+	if err := th.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if th.HoldsDMALatency() {
+		t.Fatal("request still held after Close")
+	}
+	if err := th.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}
+
+func TestSetupErrorMessage(t *testing.T) {
+	for _, tc := range []struct {
+		e    *SetupError
+		want string
+	}{
+		{&SetupError{"SCHED_FIFO priority 80", "grant LimitRTPRIO=80 or CAP_SYS_NICE", unix.EPERM},
+			"realtime: SCHED_FIFO priority 80: operation not permitted (grant LimitRTPRIO=80 or CAP_SYS_NICE)"},
+		{&SetupError{"timer slack 1ns", "", unix.EINVAL}, "realtime: timer slack 1ns: invalid argument"},
+	} {
+		if got := tc.e.Error(); got != tc.want {
+			t.Errorf("Error() = %q, want %q", got, tc.want)
+		}
+		if !errors.Is(tc.e, tc.e.Err) {
+			t.Errorf("%v does not unwrap to %v", tc.e, tc.e.Err)
+		}
+	}
+}
+
+func BenchmarkNow(b *testing.B) {
+	c := NewClock()
+	var sink int64
+	for b.Loop() {
+		sink += c.Now()
+	}
+	_ = sink
+}
+
+func BenchmarkSleepUntilPast(b *testing.B) {
+	for b.Loop() {
+		if err := SleepUntil(0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func ExampleSleepUntil() {
+	c := NewClock()
+	const period = int64(time.Millisecond)
+	next := c.Now() + period
+	for range 3 {
+		if err := SleepUntil(next); err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println("woke after the deadline:", c.Now() >= next)
+		next += period // absolute grid: no drift
+	}
+	// Output:
+	// woke after the deadline: true
+	// woke after the deadline: true
+	// woke after the deadline: true
+}
