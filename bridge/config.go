@@ -72,6 +72,7 @@ type LoopFile struct {
 	CPU        *int     `toml:"cpu"`
 	Spin       Duration `toml:"spin"`
 	LockMemory bool     `toml:"lock_memory"`
+	DMALatency *bool    `toml:"dma_latency"`
 }
 
 // UDPFile is [link.udp], emioapi's endpoints and thresholds.
@@ -173,6 +174,9 @@ func (c *Config) fillDefaults() {
 		}
 		if l.Loop.CPU == nil {
 			l.Loop.CPU = new(-1)
+		}
+		if l.Loop.DMALatency == nil {
+			l.Loop.DMALatency = new(true)
 		}
 		u := &l.UDP
 		def := udp.DefaultMasterConfig(1)
@@ -419,6 +423,7 @@ func (l *LinkFile) LinkConfig() LinkConfig {
 			CPU:        *l.Loop.CPU,
 			Spin:       l.Loop.Spin.Duration,
 			LockMemory: l.Loop.LockMemory,
+			DMALatency: *l.Loop.DMALatency,
 		},
 		Apply:  apply,
 		Halt:   halt,
