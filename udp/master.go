@@ -304,7 +304,14 @@ func (m *Master) exchange(measure, command []float64, deadline int64) Status {
 	m.sendTimes[seq%sendRing] = sent
 	closeAt := min(sent+int64(m.cfg.RecvTimeout), deadline)
 
+	// A reply to seq−1 is kept as a candidate while the window stays open:
+	// from a partner one tick behind by design it is the answer (OK), but
+	// from an echoing partner it is the previous tick's reply arriving late,
+	// and this tick's own reply may still come. Returning at the first seq−1
+	// reply would lock the link one tick behind forever after a single slow
+	// reply, the latency emioapi hides (docs/simulink-udp.md §6, §14.2.3).
 	havePending := false
+	var pendingLat int64 = -1
 	for {
 		now := m.clock.Now()
 		if !m.await(closeAt - now) {
@@ -324,22 +331,19 @@ func (m *Master) exchange(measure, command []float64, deadline int64) Status {
 			}
 			switch {
 			case back == seq:
-				m.accept(back, false)
+				if havePending {
+					// The candidate answered the previous tick after its
+					// window: late, and superseded by this one.
+					m.reply(pendingLat, true)
+				}
+				m.lastAcc = back
+				m.reply(m.latency(back), false)
 				copy(command, m.vals)
 				m.echo = true
 				return m.finish(OKNoDelay)
-			case back == seq-1 && back > m.lastAcc:
-				// A partner that has echoed seq answers on time; its reply to
-				// seq−1 arrived after that tick's window closed. A partner
-				// one tick behind by design is never late.
-				late := m.echo
-				m.accept(back, late)
-				if !late {
-					copy(command, m.vals)
-					return m.finish(OK)
-				}
-				// A reply to the previous tick, late: keep it and wait for
-				// this tick's own reply until the window closes.
+			case back == seq-1 && back > m.lastAcc && !havePending:
+				m.lastAcc = back
+				pendingLat = m.latency(back)
 				copy(m.pending, m.vals)
 				havePending = true
 			case havePending:
@@ -353,23 +357,33 @@ func (m *Master) exchange(measure, command []float64, deadline int64) Status {
 		}
 	}
 	if havePending {
+		// An echoing partner's reply to seq−1 is late; a delayed partner's
+		// is on time.
+		m.reply(pendingLat, m.echo)
 		copy(command, m.pending)
 		return m.finish(OK)
 	}
 	return m.finish(Timeout)
 }
 
-// accept records an accepted reply to back.
-func (m *Master) accept(back int64, late bool) {
-	m.lastAcc = back
-	if back >= 0 && m.seq-back < sendRing {
-		lat := m.clock.Now() - m.sendTimes[back%sendRing]
-		m.st.latency.Store(lat)
-		if late {
-			m.st.late.Add(1)
-		}
-		m.obs.Reply(lat, late)
+// latency returns the time since the send of back, or −1 when unknown.
+func (m *Master) latency(back int64) int64 {
+	if back < 0 || m.seq-back >= sendRing {
+		return -1
 	}
+	return m.clock.Now() - m.sendTimes[back%sendRing]
+}
+
+// reply records an accepted reply's latency.
+func (m *Master) reply(lat int64, late bool) {
+	if late {
+		m.st.late.Add(1)
+	}
+	if lat < 0 {
+		return
+	}
+	m.st.latency.Store(lat)
+	m.obs.Reply(lat, late)
 }
 
 // finish applies the counters of emioapi's send_and_receive: seq advances

@@ -341,7 +341,7 @@ func TestOneTickDelayPartner(t *testing.T) {
 	r := newRig(t, func(r received) [][]byte { return [][]byte{datagram(r.seq-1, r.seq, 0, 0, 0)} }, nil)
 	r.sync()
 	for i := 0; i < 5; i++ {
-		if s := r.tick(time.Second); s != OK || r.cmd[0] != float64(i) {
+		if s := r.tick(30 * time.Millisecond); s != OK || r.cmd[0] != float64(i) {
 			t.Fatalf("tick %d: %v %v", i, s, r.cmd)
 		}
 	}

@@ -322,11 +322,12 @@ func (o *latencyObserver) Dropped(udp.DropReason) {}
 // benchLink is `bridge bench link`: one link with the simulated plant against
 // the built-in partner on loopback, reporting reply latency.
 func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench link", "bench link [-rate HZ] [-duration D] [-priority N] [-cpu N] [-json]", stderr)
+	fs := newFlagSet("bench link", "bench link [-rate HZ] [-duration D] [-priority N] [-cpu N] [-dma-latency] [-json]", stderr)
 	rate := fs.Float64("rate", 1000, "tick rate (Hz)")
 	duration := fs.Duration("duration", 60*time.Second, "how long to run")
-	priority := fs.Int("priority", 0, "SCHED_FIFO priority of the loop thread (0 = normal)")
+	priority := fs.Int("priority", 80, "SCHED_FIFO priority of the loop thread (0 = normal)")
 	cpu := fs.Int("cpu", -1, "pin the loop thread to this CPU (-1 = no pinning)")
+	dma := fs.Bool("dma-latency", true, "hold /dev/cpu_dma_latency at 0 during the run, as cyclictest does")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -337,7 +338,7 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	cfg.Links = cfg.Links[:1]
 	l := &cfg.Links[0]
-	l.RateHz, l.Loop.Priority, l.Loop.CPU = *rate, *priority, cpu
+	l.RateHz, l.Loop.Priority, l.Loop.CPU, l.Loop.DMALatency = *rate, *priority, cpu, dma
 	l.Partner.Controller = udp.ControllerSpec{Kind: "hold"}
 	if err := cfg.Validate(); err != nil {
 		return err
