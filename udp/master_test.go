@@ -620,3 +620,31 @@ func TestExchangeAllocs(t *testing.T) {
 	p.Close()
 	<-done
 }
+
+// One slow reply right after the handshake must not lock the link one tick
+// behind: the tick's own reply wins when it comes within the window.
+func TestNoLockInAfterOneSlowReply(t *testing.T) {
+	r := newRig(t, func(rc received) [][]byte {
+		if rc.seq == 1 {
+			time.Sleep(60 * time.Millisecond) // past seq 1's window
+		}
+		s := rc.seq
+		if s <= 0 {
+			s = -1
+		}
+		return [][]byte{datagram(s, rc.seq, 0, 0, 0)}
+	}, nil)
+	r.sync()
+	var got []Status
+	for range 10 {
+		got = append(got, r.tick(40*time.Millisecond))
+	}
+	for _, s := range got[len(got)-5:] {
+		if s != OKNoDelay {
+			t.Fatalf("statuses %v: the link stayed one tick behind", got)
+		}
+	}
+	if r.m.Stats().Late == 0 {
+		t.Errorf("the slow reply was not counted late: %v", got)
+	}
+}
