@@ -156,19 +156,27 @@ func (s *Supervisor) Serve(ctx context.Context) error {
 	links, services := s.links, s.services
 	s.mu.Unlock()
 
-	var wg sync.WaitGroup
+	// Links stop first and halt their plants; services (the metrics server,
+	// built-in partners) stop after them, so the last ticks still exchange
+	// and the last scrapes still answer.
+	svcCtx, stopServices := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServices()
+	var linkWG, svcWG sync.WaitGroup
 	seed := s.cfg.Seed
 	for i, l := range links {
 		seed := seed + 2*uint64(i)
-		wg.Go(func() { s.restart(ctx, "link "+l.Name(), l, seed) })
-		wg.Go(func() { s.reopen(ctx, l, seed+1) })
-		wg.Go(func() { s.drain(ctx, l) })
+		linkWG.Go(func() { s.restart(ctx, "link "+l.Name(), l, seed) })
+		linkWG.Go(func() { s.reopen(ctx, l, seed+1) })
+		linkWG.Go(func() { s.drain(ctx, l) })
 	}
 	for i, ns := range services {
 		seed := seed + 2*uint64(len(links)+i)
-		wg.Go(func() { s.restart(ctx, ns.name, ns.svc, seed) })
+		svcWG.Go(func() { s.restart(svcCtx, ns.name, ns.svc, seed) })
 	}
-	wg.Wait()
+	<-ctx.Done()
+	linkWG.Wait()
+	stopServices()
+	svcWG.Wait()
 	// Events emitted while stopping (halt, stopped) are still delivered.
 	for _, l := range links {
 		s.drainNow(l)
