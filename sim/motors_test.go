@@ -1,0 +1,118 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/labbridge/bridge/bridge"
+)
+
+// fakeClock is advanced by hand.
+type fakeClock struct{ t int64 }
+
+func (c *fakeClock) Now() int64 { return c.t }
+
+func TestFirstOrderResponseAndMarkers(t *testing.T) {
+	c := &fakeClock{}
+	m, err := NewMotors(DefaultEmio(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.MeasureLen() != 7 || m.CommandLen() != 4 {
+		t.Fatalf("lens %d %d", m.MeasureLen(), m.CommandLen())
+	}
+	if err := m.Command([]float64{1, 0, 0, 0}); err != nil {
+		t.Fatal(err)
+	}
+	c.t += int64(60 * time.Millisecond) // one time constant
+	y := make([]float64, 7)
+	if err := m.Measure(y); err != nil {
+		t.Fatal(err)
+	}
+	want := 1 - math.Exp(-1)
+	if math.Abs(y[3]-want) > 1e-12 {
+		t.Errorf("q0 after one time constant %v, want %v", y[3], want)
+	}
+	// markers = y0 + J·q
+	wantY := []float64{2 + 40*want, -141 + 30*want, -6 - 50*want}
+	for i := range wantY {
+		if math.Abs(y[i]-wantY[i]) > 1e-9 {
+			t.Errorf("marker %d = %v, want %v", i, y[i], wantY[i])
+		}
+	}
+}
+
+func TestCommandRefusesBadValues(t *testing.T) {
+	m, _ := NewMotors(DefaultEmio(), &fakeClock{})
+	for _, u := range [][]float64{{math.NaN(), 0, 0, 0}, {0, math.Inf(1), 0, 0}, {0, 0, 0}} {
+		if err := m.Command(u); !errors.Is(err, ErrCommand) {
+			t.Errorf("%v: %v", u, err)
+		}
+	}
+	q, g := make([]float64, 4), make([]float64, 4)
+	if _, n := m.State(q, g); n != 0 || g[0] != 0 {
+		t.Errorf("a refused command changed the goal: %v (%d commands)", g, n)
+	}
+}
+
+func TestUnplugAndReopen(t *testing.T) {
+	m, _ := NewMotors(DefaultEmio(), &fakeClock{})
+	m.Unplug()
+	if err := m.Measure(make([]float64, 7)); !errors.Is(err, ErrUnplugged) {
+		t.Errorf("measure while unplugged: %v", err)
+	}
+	if err := m.Reopen(context.Background()); !errors.Is(err, ErrUnplugged) {
+		t.Errorf("reopen while unplugged: %v", err)
+	}
+	m.Plug()
+	if err := m.Reopen(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Measure(make([]float64, 7)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestHaltTorqueOffStopsMotion(t *testing.T) {
+	c := &fakeClock{}
+	m, _ := NewMotors(DefaultEmio(), c)
+	m.Command([]float64{1, 1, 1, 1})
+	m.Halt(bridge.HaltTorqueOff)
+	c.t += int64(time.Second)
+	q, g := make([]float64, 4), make([]float64, 4)
+	if torque, _ := m.State(q, g); torque || q[0] != 0 {
+		t.Errorf("torque %v q %v after torque off", torque, q)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, edit := range []func(*MotorsConfig){
+		func(c *MotorsConfig) { c.Motors = 0 },
+		func(c *MotorsConfig) { c.Y0 = []float64{1} },
+		func(c *MotorsConfig) { c.J = c.J[:5] },
+		func(c *MotorsConfig) { c.Initial = []float64{0, 0, math.NaN(), 0} },
+		func(c *MotorsConfig) { c.TimeConstant = -1 },
+	} {
+		c := DefaultEmio()
+		edit(&c)
+		if _, err := NewMotors(c, &fakeClock{}); !errors.Is(err, ErrConfig) {
+			t.Errorf("%+v: %v", c, err)
+		}
+	}
+}
+
+func TestMeasureCommandAllocs(t *testing.T) {
+	c := &fakeClock{}
+	m, _ := NewMotors(DefaultEmio(), c)
+	y, u := make([]float64, 7), []float64{0.1, 0.2, 0.3, 0.4}
+	if a := testing.AllocsPerRun(100, func() {
+		c.t += 1e6
+		m.Measure(y)
+		m.Command(u)
+	}); a != 0 {
+		t.Errorf("%v allocations per tick", a)
+	}
+}
