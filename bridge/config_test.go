@@ -67,3 +67,26 @@ func TestConfigErrorsNameKeyAndRange(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseConfig: any document gives a config or an error, never a panic,
+// and an accepted config is valid.
+func FuzzParseConfig(f *testing.F) {
+	f.Add(defaultconfig.TOML())
+	f.Add([]byte("[[link]]\nname = \"a\"\n"))
+	f.Add([]byte("[[link]]\nname = \"a\"\n[link.udp]\nnb_markers = 2\n[link.plant]\nmotors = 2\n"))
+	f.Add([]byte("[service]\nmetrics = \"[::1]:0\"\n"))
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		c, err := ParseConfig(doc)
+		if err != nil {
+			if !errors.Is(err, ErrConfig) {
+				t.Fatalf("error %v does not wrap ErrConfig", err)
+			}
+			return
+		}
+		for i := range c.Links {
+			l := &c.Links[i]
+			_ = l.MasterConfig(l.Plant.Motors)
+			_ = l.LinkConfig()
+		}
+	})
+}

@@ -357,14 +357,15 @@ func (a *app) view(ctx context.Context, w io.Writer) {
 		select {
 		case <-ctx.Done():
 			if drawn > 0 {
-				fmt.Fprintf(w, "\033[%dA\033[J", drawn)
+				// \r first: a ^C echoed by the terminal moved the cursor.
+				fmt.Fprintf(w, "\r\033[%dA\033[J", drawn)
 			}
 			return
 		case <-t.C:
 		}
 		var b strings.Builder
 		if drawn > 0 {
-			fmt.Fprintf(&b, "\033[%dA", drawn)
+			fmt.Fprintf(&b, "\r\033[%dA", drawn)
 		}
 		for _, lp := range a.links {
 			b.WriteString("\r\033[K")
