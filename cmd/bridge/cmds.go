@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,7 +9,9 @@ import (
 	"math"
 	"net/netip"
 	"os"
+	"os/exec"
 	"strconv"
+	"strings"
 	"time"
 
 	defaultconfig "github.com/labbridge/bridge"
@@ -322,15 +325,22 @@ func (o *latencyObserver) Dropped(udp.DropReason) {}
 // benchLink is `bridge bench link`: one link with the simulated plant against
 // the built-in partner on loopback, reporting reply latency.
 func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench link", "bench link [-rate HZ] [-duration D] [-priority N] [-cpu N] [-dma-latency] [-json]", stderr)
+	fs := newFlagSet("bench link", "bench link [-rate HZ] [-duration D] [-priority N] [-cpu N] [-dma-latency] [-partner process|builtin] [-json]", stderr)
 	rate := fs.Float64("rate", 1000, "tick rate (Hz)")
 	duration := fs.Duration("duration", 60*time.Second, "how long to run")
 	priority := fs.Int("priority", 80, "SCHED_FIFO priority of the loop thread (0 = normal)")
 	cpu := fs.Int("cpu", -1, "pin the loop thread to this CPU (-1 = no pinning)")
 	dma := fs.Bool("dma-latency", true, "hold /dev/cpu_dma_latency at 0 during the run, as cyclictest does")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	partnerMode := fs.String("partner", "builtin", "builtin: the partner in this process, as bridge sim runs it; process: `bridge partner` in a process of its own; external: a host already running (a real Simulink model) at -remote")
+	remote := fs.String("remote", "127.0.0.1:25000", "with -partner external: where the partner listens")
+	listen := fs.String("listen", "0.0.0.0:25001", "with -partner external: where its replies arrive")
+	bind := fs.String("bind", "0.0.0.0:9090", "with -partner external: source of the measurements")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *partnerMode != "process" && *partnerMode != "builtin" && *partnerMode != "external" {
+		return fmt.Errorf("bridge bench link: -partner %q: want process, builtin or external", *partnerMode)
 	}
 	cfg, err := bridge.ParseConfig(defaultconfig.TOML())
 	if err != nil {
@@ -345,12 +355,28 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	obs := &latencyObserver{h: latency.New()}
 	logger := newLogger(bridge.ServiceConfig{LogLevel: "warn", LogFormat: "text"}, stderr)
-	a, err := wire(cfg, wireOpts{partner: true, ephemeral: true}, "", logger, func(string) udp.Observer { return obs })
+	runCtx, cancel := context.WithTimeout(ctx, *duration)
+	defer cancel()
+	opts := wireOpts{partner: true, ephemeral: true}
+	switch *partnerMode {
+	case "external":
+		l.UDP.Remote, l.UDP.Listen, l.UDP.Bind = *remote, *listen, *bind
+		if err := cfg.Validate(); err != nil {
+			return err
+		}
+		opts = wireOpts{}
+	case "process":
+		stop, err := startPartnerProcess(runCtx, l, *rate)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		opts = wireOpts{}
+	}
+	a, err := wire(cfg, opts, "", logger, func(string) udp.Observer { return obs })
 	if err != nil {
 		return err
 	}
-	runCtx, cancel := context.WithTimeout(ctx, *duration)
-	defer cancel()
 	if err := a.sup.Serve(runCtx); err != nil {
 		a.close()
 		return err
@@ -403,3 +429,45 @@ type benchLinkResult struct {
 }
 
 func us(ns int64) float64 { return float64(ns) / 1e3 }
+
+// startPartnerProcess runs `bridge partner` (this executable) in a process of
+// its own on free loopback ports and points the link at it.
+func startPartnerProcess(ctx context.Context, l *bridge.LinkFile, rate float64) (stop func(), err error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	listen, err := reservePort()
+	if err != nil {
+		return nil, err
+	}
+	replyTo, err := reservePort()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, self, "partner", "-listen", listen.String(), "-accept", "127.0.0.1:0",
+		"-reply-to", replyTo.String(), "-nb_markers", strconv.Itoa(*l.UDP.NbMarkers),
+		"-motors", strconv.Itoa(l.Plant.Motors), "-rate", strconv.FormatFloat(rate, 'g', -1, 64))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("bridge bench link: start partner: %w", err)
+	}
+	// The partner prints one line once its sockets are bound.
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "partner: listening") {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, fmt.Errorf("bridge bench link: partner did not start (%q): %v", line, err)
+	}
+	go io.Copy(io.Discard, out)
+	l.UDP.Remote = listen.String()
+	l.UDP.Listen = replyTo.String()
+	l.UDP.Bind = "127.0.0.1:0"
+	return func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+	}, nil
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -164,5 +165,27 @@ func TestPartnerCommand(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, "partner", "-controller", "constant", "-u", "1,x"); code != 1 || !strings.Contains(stderr, "-u") {
 		t.Errorf("bad -u: %d %q", code, stderr)
+	}
+}
+
+// bench link against `bridge partner` in a process of its own.
+func TestBenchLinkPartnerProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a second process")
+	}
+	bin := filepath.Join(t.TempDir(), "bridge")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "bench", "link", "-rate", "200", "-duration", "1s", "-partner", "process", "-json").Output()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var res benchLinkResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("%v in %q", err, out)
+	}
+	if res.Replies < 10 || res.Status["OK_NO_DELAY"] == 0 {
+		t.Errorf("result %+v", res)
 	}
 }
