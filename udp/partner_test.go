@@ -612,6 +612,30 @@ func FuzzPartnerDatagram(f *testing.F) {
 // BenchmarkPartnerRoundTrip measures one exchange from the master's sockets:
 // send a measurement, read the reply. It reports the p50 and p99 round trip.
 // The sub-benchmarks compare the receive goroutine on a locked OS thread.
+// benchPartner serves a partner until the benchmark ends and returns the
+// master's sockets and the partner's address.
+func benchPartner(b *testing.B, lock bool) (master, replies *net.UDPConn, to netip.AddrPort) {
+	master, replies = ptListen(b), ptListen(b)
+	p, err := NewPartner(ptConfig(master, replies))
+	if err != nil {
+		b.Fatal(err)
+	}
+	p.lockThread = lock
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Serve(ctx) }()
+	b.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			b.Error(err)
+		}
+	})
+	if err := replies.SetReadDeadline(time.Now().Add(time.Hour)); err != nil {
+		b.Fatal(err)
+	}
+	return master, replies, p.Addr()
+}
+
 func BenchmarkPartnerRoundTrip(b *testing.B) {
 	for _, lock := range []bool{false, true} {
 		name := "unlocked"
@@ -619,28 +643,9 @@ func BenchmarkPartnerRoundTrip(b *testing.B) {
 			name = "locked"
 		}
 		b.Run(name, func(b *testing.B) {
-			master, replies := ptListen(b), ptListen(b)
-			cfg := ptConfig(master, replies)
-			p, err := NewPartner(cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			p.lockThread = lock
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- p.Serve(ctx) }()
-			defer func() {
-				cancel()
-				if err := <-done; err != nil {
-					b.Error(err)
-				}
-			}()
+			master, replies, to := benchPartner(b, lock)
 			in := ptDatagram(1, 0, 0, 0, 1, 1, 1, 1)
 			buf := make([]byte, 64)
-			to := p.Addr()
-			if err := replies.SetReadDeadline(time.Now().Add(time.Hour)); err != nil {
-				b.Fatal(err)
-			}
 			rtt := make([]time.Duration, 0, max(b.N, 1))
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -671,27 +676,9 @@ func BenchmarkPartnerAt1kHz(b *testing.B) {
 			name = "locked"
 		}
 		b.Run(name, func(b *testing.B) {
-			master, replies := ptListen(b), ptListen(b)
-			p, err := NewPartner(ptConfig(master, replies))
-			if err != nil {
-				b.Fatal(err)
-			}
-			p.lockThread = lock
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- p.Serve(ctx) }()
-			defer func() {
-				cancel()
-				if err := <-done; err != nil {
-					b.Error(err)
-				}
-			}()
+			master, replies, to := benchPartner(b, lock)
 			in := ptDatagram(1, 0, 0, 0, 1, 1, 1, 1)
 			buf := make([]byte, 64)
-			to := p.Addr()
-			if err := replies.SetReadDeadline(time.Now().Add(time.Hour)); err != nil {
-				b.Fatal(err)
-			}
 			rtt := make([]time.Duration, 0, max(b.N, 1))
 			next := time.Now()
 			b.ResetTimer()

@@ -17,6 +17,7 @@ import (
 	defaultconfig "github.com/labbridge/bridge"
 	"github.com/labbridge/bridge/bridge"
 	"github.com/labbridge/bridge/latency"
+	"github.com/labbridge/bridge/loopbench"
 	"github.com/labbridge/bridge/sdnotify"
 	"github.com/labbridge/bridge/udp"
 )
@@ -388,7 +389,7 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	res := benchLinkResult{
 		RateHz: *rate, DurationS: duration.Seconds(), Ticks: lp.link.Ticks(), Overruns: lp.link.Overruns(),
 		Replies: sum.Count, Late: obs.late,
-		LatencyUs: percentilesUs{P50: us(sum.P50), P99: us(sum.P99), P999: us(sum.P999), Max: us(sum.Max), Min: us(sum.Min), Mean: sum.Mean / 1e3},
+		LatencyUs: loopbench.LatencyUS{P50: us(sum.P50), P99: us(sum.P99), P999: us(sum.P999), Max: us(sum.Max), Min: us(sum.Min), Mean: sum.Mean / 1e3},
 		Status:    map[string]uint64{},
 	}
 	for i, n := range st.Status {
@@ -408,24 +409,15 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
-type percentilesUs struct {
-	Min  float64 `json:"min"`
-	P50  float64 `json:"p50"`
-	P99  float64 `json:"p99"`
-	P999 float64 `json:"p99_9"`
-	Max  float64 `json:"max"`
-	Mean float64 `json:"mean"`
-}
-
 type benchLinkResult struct {
-	RateHz    float64           `json:"rate_hz"`
-	DurationS float64           `json:"duration_s"`
-	Ticks     uint64            `json:"ticks"`
-	Overruns  uint64            `json:"overruns"`
-	Replies   uint64            `json:"replies"`
-	Late      uint64            `json:"late"`
-	LatencyUs percentilesUs     `json:"reply_latency_us"`
-	Status    map[string]uint64 `json:"status"`
+	RateHz    float64             `json:"rate_hz"`
+	DurationS float64             `json:"duration_s"`
+	Ticks     uint64              `json:"ticks"`
+	Overruns  uint64              `json:"overruns"`
+	Replies   uint64              `json:"replies"`
+	Late      uint64              `json:"late"`
+	LatencyUs loopbench.LatencyUS `json:"reply_latency_us"`
+	Status    map[string]uint64   `json:"status"`
 }
 
 func us(ns int64) float64 { return float64(ns) / 1e3 }
