@@ -1,0 +1,292 @@
+package dynamixel
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// SyncRead reads size bytes at addr from every ID in ids with one Sync Read
+// (0x82) into dst (len(ids)·size bytes, in ids order) and the error byte of
+// each reply into errs (len(ids)). Replies come in list order and a missing
+// servo silences all later ones (docs/dynamixel.md §6): the error names the
+// first ID that did not answer. It returns how many IDs answered.
+func (b *Bus) SyncRead(addr uint16, size int, ids, dst, errs []byte) (int, error) {
+	if err := checkGroup(size, ids, dst, errs); err != nil {
+		return 0, err
+	}
+	p := b.par[:4+len(ids)]
+	binary.LittleEndian.PutUint16(p, addr)
+	binary.LittleEndian.PutUint16(p[2:], uint16(size))
+	copy(p[4:], ids)
+	n, err := b.send(BroadcastID, InstSyncRead, p)
+	if err != nil {
+		return 0, err
+	}
+	to := b.timeout(n, len(ids)*(minStatus+size), len(ids))
+	deadline := time.Now().Add(to)
+	for i, id := range ids {
+		pk, err := b.receive(id, InstSyncRead, deadline, to, true, false)
+		if err != nil {
+			return i, err
+		}
+		if len(pk.Params) != 1+size {
+			b.done()
+			return i, &CorruptError{What: "sync read reply length", Got: len(pk.Params) - 1, Want: size}
+		}
+		errs[i] = pk.Params[0]
+		copy(dst[i*size:], pk.Params[1:])
+		b.done()
+	}
+	return len(ids), nil
+}
+
+// FastSyncRead is SyncRead with Fast Sync Read (0x8A): one reply packet for
+// all IDs (firmware 45+). A servo that does not know it answers with an
+// Instruction Error, returned as a *StatusError matching ErrStatus.
+func (b *Bus) FastSyncRead(addr uint16, size int, ids, dst, errs []byte) (int, error) {
+	if err := checkGroup(size, ids, dst, errs); err != nil {
+		return 0, err
+	}
+	p := b.par[:4+len(ids)]
+	binary.LittleEndian.PutUint16(p, addr)
+	binary.LittleEndian.PutUint16(p[2:], uint16(size))
+	copy(p[4:], ids)
+	n, err := b.send(BroadcastID, InstFastSyncRead, p)
+	if err != nil {
+		return 0, err
+	}
+	stride := size + 4
+	to := b.timeout(n, 8+len(ids)*stride, len(ids))
+	deadline := time.Now().Add(to)
+	// The reply is not stuffed; a rejecting servo's status is.
+	for {
+		pk, err := b.receive(BroadcastID, InstFastSyncRead, deadline, to, false, true)
+		if err != nil {
+			return 0, err
+		}
+		if pk.ID != BroadcastID {
+			// A unicast status here is a refusal: decode it as one.
+			var e byte
+			if len(pk.Params) > 0 {
+				e = pk.Params[0]
+			}
+			b.done()
+			if serr := StatusErrorOf(pk.ID, e); serr != nil {
+				return 0, serr
+			}
+			continue
+		}
+		// Blocks [err, id, data(size), crc(2)]; the last block's CRC is the
+		// packet's, outside Params.
+		if len(pk.Params) != len(ids)*stride-2 {
+			b.done()
+			return 0, &CorruptError{What: "fast sync read reply length", Got: len(pk.Params), Want: len(ids)*stride - 2}
+		}
+		for i, id := range ids {
+			blk := pk.Params[i*stride:]
+			if blk[1] != id {
+				b.done()
+				return i, &CorruptError{What: "fast sync read block ID", Got: int(blk[1]), Want: int(id)}
+			}
+			errs[i] = blk[0]
+			copy(dst[i*size:(i+1)*size], blk[2:2+size])
+		}
+		b.done()
+		return len(ids), nil
+	}
+}
+
+// SyncWrite writes size bytes of data (len(ids)·size, in ids order) at addr
+// of every ID with one Sync Write (0x83). It is not answered.
+func (b *Bus) SyncWrite(addr uint16, size int, ids, data []byte) error {
+	if size < 1 || len(ids) == 0 || len(data) != len(ids)*size || 4+len(ids)*(1+size) > len(b.par) {
+		return fmt.Errorf("%w: sync write of %d bytes for %d IDs of size %d", ErrArgument, len(data), len(ids), size)
+	}
+	p := b.par[:4+len(ids)*(1+size)]
+	binary.LittleEndian.PutUint16(p, addr)
+	binary.LittleEndian.PutUint16(p[2:], uint16(size))
+	for i, id := range ids {
+		o := 4 + i*(1+size)
+		p[o] = id
+		copy(p[o+1:o+1+size], data[i*size:])
+	}
+	_, err := b.send(BroadcastID, InstSyncWrite, p)
+	return err
+}
+
+// BulkItem is one servo's part of a bulk read or write.
+type BulkItem struct {
+	ID   byte
+	Addr uint16
+	// Data is read into (its length is the size) or written from.
+	Data []byte
+	// Err is the error byte of the servo's reply to a bulk read.
+	Err byte
+}
+
+// BulkRead reads each item's Data from its servo with one Bulk Read (0x92);
+// each ID at most once. Replies come in item order.
+func (b *Bus) BulkRead(items []BulkItem) (int, error) {
+	if len(items) == 0 || 5*len(items) > len(b.par) {
+		return 0, fmt.Errorf("%w: bulk read of %d items", ErrArgument, len(items))
+	}
+	p := b.par[:5*len(items)]
+	rx := 0
+	for i, it := range items {
+		if it.ID > MaxID || len(it.Data) == 0 {
+			return 0, fmt.Errorf("%w: bulk read item %d: ID %d, %d bytes", ErrArgument, i, it.ID, len(it.Data))
+		}
+		for _, prev := range items[:i] {
+			if prev.ID == it.ID {
+				return 0, fmt.Errorf("%w: bulk read lists ID %d twice", ErrArgument, it.ID)
+			}
+		}
+		p[5*i] = it.ID
+		binary.LittleEndian.PutUint16(p[5*i+1:], it.Addr)
+		binary.LittleEndian.PutUint16(p[5*i+3:], uint16(len(it.Data)))
+		rx += minStatus + len(it.Data)
+	}
+	n, err := b.send(BroadcastID, InstBulkRead, p)
+	if err != nil {
+		return 0, err
+	}
+	to := b.timeout(n, rx, len(items))
+	deadline := time.Now().Add(to)
+	for i := range items {
+		pk, err := b.receive(items[i].ID, InstBulkRead, deadline, to, true, false)
+		if err != nil {
+			return i, err
+		}
+		if len(pk.Params) != 1+len(items[i].Data) {
+			b.done()
+			return i, &CorruptError{What: "bulk read reply length", Got: len(pk.Params) - 1, Want: len(items[i].Data)}
+		}
+		items[i].Err = pk.Params[0]
+		copy(items[i].Data, pk.Params[1:])
+		b.done()
+	}
+	return len(items), nil
+}
+
+// BulkWrite writes each item's Data with one Bulk Write (0x93); not answered.
+func (b *Bus) BulkWrite(items []BulkItem) error {
+	size := 0
+	for i, it := range items {
+		if it.ID > MaxID || len(it.Data) == 0 {
+			return fmt.Errorf("%w: bulk write item %d: ID %d, %d bytes", ErrArgument, i, it.ID, len(it.Data))
+		}
+		size += 5 + len(it.Data)
+	}
+	if len(items) == 0 || size > len(b.par) {
+		return fmt.Errorf("%w: bulk write of %d items, %d bytes", ErrArgument, len(items), size)
+	}
+	p := b.par[:size]
+	o := 0
+	for _, it := range items {
+		p[o] = it.ID
+		binary.LittleEndian.PutUint16(p[o+1:], it.Addr)
+		binary.LittleEndian.PutUint16(p[o+3:], uint16(len(it.Data)))
+		o += 5 + copy(p[o+5:], it.Data)
+	}
+	_, err := b.send(BroadcastID, InstBulkWrite, p)
+	return err
+}
+
+func checkGroup(size int, ids, dst, errs []byte) error {
+	if size < 1 || size > 4*64 || len(ids) == 0 || len(ids) > int(MaxID)+1 || len(dst) != len(ids)*size || len(errs) != len(ids) {
+		return fmt.Errorf("%w: group of %d IDs, %d bytes each, into %d bytes and %d error slots",
+			ErrArgument, len(ids), size, len(dst), len(errs))
+	}
+	for _, id := range ids {
+		if id > MaxID {
+			return fmt.Errorf("%w: ID %d in a group, want 0..%d", ErrArgument, id, MaxID)
+		}
+	}
+	return nil
+}
+
+// Group reads and writes one 4-byte signed item of a fixed set of servos,
+// the loop's two transactions: present positions in, goal positions out. It
+// uses Fast Sync Read and falls back to Sync Read for good when a servo
+// refuses it. Its methods allocate nothing.
+type Group struct {
+	bus    *Bus
+	ids    []byte
+	raw    []byte
+	errs   []byte
+	fast   bool
+	reject error
+}
+
+// NewGroup prepares a group of ids; fast selects Fast Sync Read.
+func (b *Bus) NewGroup(ids []byte, fast bool) (*Group, error) {
+	if err := checkGroup(4, ids, make([]byte, 4*len(ids)), make([]byte, len(ids))); err != nil {
+		return nil, err
+	}
+	return &Group{bus: b, ids: append([]byte(nil), ids...), raw: make([]byte, 4*len(ids)), errs: make([]byte, len(ids)), fast: fast}, nil
+}
+
+// IDs returns the group's IDs.
+func (g *Group) IDs() []byte { return g.ids }
+
+// Fast reports whether Fast Sync Read is in use, and why it was dropped.
+func (g *Group) Fast() (bool, error) { return g.fast, g.reject }
+
+// Errs returns the error byte of each servo's last reply (Alert included).
+func (g *Group) Errs() []byte { return g.errs }
+
+// ReadInt32 reads the 4-byte item at addr of every servo, sign-extended,
+// into dst (one per ID).
+func (g *Group) ReadInt32(addr uint16, dst []int32) error {
+	if len(dst) != len(g.ids) {
+		return fmt.Errorf("%w: %d values for %d IDs", ErrArgument, len(dst), len(g.ids))
+	}
+	if g.fast {
+		_, err := g.bus.FastSyncRead(addr, 4, g.ids, g.raw, g.errs)
+		if errors.Is(err, ErrStatus) {
+			// An old firmware refused 0x8A: plain Sync Read from now on.
+			g.fast, g.reject = false, err
+		} else if err != nil {
+			return err
+		} else {
+			decodeInt32(g.raw, dst)
+			return g.alert()
+		}
+	}
+	if _, err := g.bus.SyncRead(addr, 4, g.ids, g.raw, g.errs); err != nil {
+		return err
+	}
+	decodeInt32(g.raw, dst)
+	return g.alert()
+}
+
+// WriteInt32 writes src (one per ID) to the 4-byte item at addr with one
+// Sync Write.
+func (g *Group) WriteInt32(addr uint16, src []int32) error {
+	if len(src) != len(g.ids) {
+		return fmt.Errorf("%w: %d values for %d IDs", ErrArgument, len(src), len(g.ids))
+	}
+	for i, v := range src {
+		binary.LittleEndian.PutUint32(g.raw[4*i:], uint32(v))
+	}
+	return g.bus.SyncWrite(addr, 4, g.ids, g.raw)
+}
+
+// alert returns a *StatusError for the first servo reporting an error or an
+// alert; the values read are valid all the same.
+func (g *Group) alert() error {
+	for i, e := range g.errs {
+		if e != 0 {
+			return StatusErrorOf(g.ids[i], e)
+		}
+	}
+	return nil
+}
+
+func decodeInt32(raw []byte, dst []int32) {
+	for i := range dst {
+		dst[i] = int32(binary.LittleEndian.Uint32(raw[4*i:]))
+	}
+}
