@@ -96,6 +96,7 @@ type Motors struct {
 	torque    bool
 	unplugged bool
 	commands  uint64
+	markers   *LinearMarkers
 }
 
 // NewMotors returns motors at their initial angles, torque on, holding there.
@@ -104,6 +105,13 @@ func NewMotors(cfg MotorsConfig, clock Clock) (*Motors, error) {
 		return nil, err
 	}
 	m := &Motors{cfg: cfg, clock: clock, q: make([]float64, cfg.Motors), goal: make([]float64, cfg.Motors), torque: true}
+	if cfg.Markers > 0 {
+		lm, err := NewLinearMarkers(cfg.Y0, cfg.J, cfg.Motors)
+		if err != nil {
+			return nil, err
+		}
+		m.markers = lm
+	}
 	copy(m.q, cfg.Initial)
 	copy(m.goal, cfg.Initial)
 	m.last = clock.Now()
@@ -145,12 +153,8 @@ func (m *Motors) Measure(dst []float64) error {
 	}
 	m.advance()
 	n := 3 * m.cfg.Markers
-	for r := 0; r < n; r++ {
-		v := m.cfg.Y0[r]
-		for c, q := range m.q {
-			v += m.cfg.J[r*m.cfg.Motors+c] * q
-		}
-		dst[r] = v
+	if m.markers != nil {
+		m.markers.Markers(m.q, dst[:n])
 	}
 	copy(dst[n:], m.q)
 	return nil

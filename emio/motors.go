@@ -1,0 +1,300 @@
+// Package emio is the Emio robot as a plant of the bridge loop: four
+// XM430-W210 servos on a Dynamixel bus (docs/dynamixel.md §9: IDs 0–3,
+// position mode, profile velocity 1000, emioapi's angle convention) and the
+// marker vector that goes with them (docs/simulink-udp.md §2).
+package emio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/labbridge/bridge/bridge"
+	"github.com/labbridge/bridge/dynamixel"
+)
+
+// MarkerSource fills the marker part of a measurement (3 values per marker,
+// mm). The simulated lab computes it from the motor angles q; a camera
+// ignores q.
+type MarkerSource interface {
+	Markers(q, dst []float64)
+}
+
+// Config describes the servos.
+type Config struct {
+	// IDs of the motors, in measurement and command order (Emio: 0, 1, 2, 3).
+	IDs []byte
+	// Mode is position (3) or extended position (4).
+	Mode dynamixel.OperatingMode
+	// ProfileVelocity is written at open (emioapi writes 1000, ×0.229 rpm).
+	ProfileVelocity int64
+	// Markers is nb_markers; Source fills them (nil: zeros).
+	Markers int
+	Source  MarkerSource
+	// Fast tries Fast Sync Read (firmware 45+), falling back to Sync Read.
+	Fast bool
+	// Bus is the line's timing; the return delay is read from the servos.
+	Bus dynamixel.BusConfig
+	// Open opens the serial port, resolving its name again each time, so
+	// that an adapter that comes back under another name is found.
+	Open func() (dynamixel.Port, error)
+	// Logger receives the open sequence and alerts (never the loop).
+	Logger *slog.Logger
+}
+
+var (
+	// ErrConfig is an invalid Config.
+	ErrConfig = errors.New("emio: invalid configuration")
+	// ErrModel is a servo that is not the expected model.
+	ErrModel = errors.New("emio: unexpected servo model")
+	// ErrClosed is an access to motors that are not open.
+	ErrClosed = errors.New("emio: motors not open")
+)
+
+// Motors is the plant: Measure reads present positions with one group read,
+// Command writes goal positions with one sync write, both without
+// allocating. It satisfies bridge.Plant and bridge.Reopener.
+type Motors struct {
+	cfg    Config
+	log    *slog.Logger
+	port   dynamixel.Port
+	bus    *dynamixel.Bus
+	group  *dynamixel.Group
+	pulses []int32
+	q      []float64
+	minP   int32
+	maxP   int32
+	alert  atomic.Pointer[dynamixel.StatusError]
+	alerts atomic.Uint64
+}
+
+// New checks cfg; nothing is opened until Open.
+func New(cfg Config) (*Motors, error) {
+	switch {
+	case len(cfg.IDs) == 0 || len(cfg.IDs) > 16:
+		return nil, fmt.Errorf("%w: %d IDs, want 1..16", ErrConfig, len(cfg.IDs))
+	case cfg.Mode != dynamixel.ModePosition && cfg.Mode != dynamixel.ModeExtendedPosition:
+		return nil, fmt.Errorf("%w: operating mode %v, want position (3) or extended position (4)", ErrConfig, cfg.Mode)
+	case cfg.ProfileVelocity < 0 || cfg.ProfileVelocity > 32767:
+		return nil, fmt.Errorf("%w: profile velocity %d, want 0..32767", ErrConfig, cfg.ProfileVelocity)
+	case cfg.Markers < 0 || cfg.Markers > 16:
+		return nil, fmt.Errorf("%w: %d markers, want 0..16", ErrConfig, cfg.Markers)
+	case cfg.Open == nil:
+		return nil, fmt.Errorf("%w: no port opener", ErrConfig)
+	}
+	for i, id := range cfg.IDs {
+		if id > dynamixel.MaxID {
+			return nil, fmt.Errorf("%w: ID %d, want 0..%d", ErrConfig, id, dynamixel.MaxID)
+		}
+		for _, prev := range cfg.IDs[:i] {
+			if prev == id {
+				return nil, fmt.Errorf("%w: ID %d listed twice", ErrConfig, id)
+			}
+		}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	m := &Motors{cfg: cfg, log: cfg.Logger, pulses: make([]int32, len(cfg.IDs)), q: make([]float64, len(cfg.IDs)),
+		minP: 0, maxP: 4095}
+	if cfg.Mode == dynamixel.ModeExtendedPosition {
+		m.minP, m.maxP = -1048575, 1048575
+	}
+	return m, nil
+}
+
+// MeasureLen implements bridge.Plant: 3 values per marker, then the angles.
+func (m *Motors) MeasureLen() int { return 3*m.cfg.Markers + len(m.cfg.IDs) }
+
+// CommandLen implements bridge.Plant.
+func (m *Motors) CommandLen() int { return len(m.cfg.IDs) }
+
+// Open opens the port and runs emioapi's sequence, made safe: check each
+// servo's model, read its return delay and firmware, torque off, operating
+// mode, profile velocity, goal := present position (no jump), torque on.
+func (m *Motors) Open(ctx context.Context) error {
+	port, err := m.cfg.Open()
+	if err != nil {
+		return err
+	}
+	if err := m.setup(ctx, port); err != nil {
+		port.Close()
+		return err
+	}
+	return nil
+}
+
+func (m *Motors) setup(ctx context.Context, port dynamixel.Port) error {
+	bus, err := dynamixel.NewBus(port, m.cfg.Bus)
+	if err != nil {
+		return err
+	}
+	fast := m.cfg.Fast
+	rdt := make([]byte, 1)
+	var maxRDT byte
+	for _, id := range m.cfg.IDs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		model, fw, err := bus.Ping(id)
+		if err != nil && !errors.Is(err, dynamixel.ErrAlert) {
+			return fmt.Errorf("emio: ping motor %d: %w", id, err)
+		}
+		if model != dynamixel.ModelXM430W210 {
+			return fmt.Errorf("%w: ID %d is model %d, want XM430-W210 (%d)", ErrModel, id, model, dynamixel.ModelXM430W210)
+		}
+		if fw < 45 {
+			fast = false
+		}
+		if err := bus.Read(id, dynamixel.AddrReturnDelayTime, rdt); err != nil && !errors.Is(err, dynamixel.ErrAlert) {
+			return fmt.Errorf("emio: read return delay of motor %d: %w", id, err)
+		}
+		maxRDT = max(maxRDT, rdt[0])
+		m.log.Info("emio: motor found", "id", id, "model", model, "firmware", fw, "return_delay_us", 2*int(rdt[0]))
+	}
+	bc := m.cfg.Bus
+	bc.ReturnDelay = time.Duration(maxRDT) * 2 * time.Microsecond
+	if err := bus.SetConfig(bc); err != nil {
+		return err
+	}
+	torqueOff := []byte{0}
+	for _, id := range m.cfg.IDs {
+		if err := bus.Write(id, dynamixel.AddrTorqueEnable, torqueOff); err != nil {
+			return fmt.Errorf("emio: torque off motor %d: %w", id, err)
+		}
+		if err := bus.Write(id, dynamixel.AddrOperatingMode, []byte{byte(m.cfg.Mode)}); err != nil {
+			return fmt.Errorf("emio: operating mode %v on motor %d: %w", m.cfg.Mode, id, err)
+		}
+	}
+	g, err := bus.NewGroup(m.cfg.IDs, fast)
+	if err != nil {
+		return err
+	}
+	// A mode change zeroes the profile (docs/dynamixel.md §8): write it after.
+	prof := make([]int32, len(m.cfg.IDs))
+	for i := range prof {
+		prof[i] = int32(m.cfg.ProfileVelocity)
+	}
+	if err := g.WriteInt32(dynamixel.AddrProfileVelocity, prof); err != nil {
+		return fmt.Errorf("emio: profile velocity: %w", err)
+	}
+	// Goal := present position, so that torque on moves nothing.
+	if err := g.ReadInt32(dynamixel.AddrPresentPosition, m.pulses); err != nil && !errors.Is(err, dynamixel.ErrAlert) {
+		return fmt.Errorf("emio: read positions: %w", err)
+	}
+	if err := g.WriteInt32(dynamixel.AddrGoalPosition, m.pulses); err != nil {
+		return fmt.Errorf("emio: hold positions: %w", err)
+	}
+	for _, id := range m.cfg.IDs {
+		if err := bus.Write(id, dynamixel.AddrTorqueEnable, []byte{1}); err != nil {
+			return fmt.Errorf("emio: torque on motor %d: %w", id, err)
+		}
+	}
+	m.port, m.bus, m.group = port, bus, g
+	isFast, _ := g.Fast()
+	m.log.Info("emio: motors ready", "ids", m.cfg.IDs, "mode", m.cfg.Mode.String(), "fast_sync_read", isFast)
+	return nil
+}
+
+// Measure implements bridge.Plant: markers, then the motor angles (rad,
+// emioapi's convention). A hardware alert does not fail the tick: the
+// positions are valid; the alert is kept for Alert.
+func (m *Motors) Measure(dst []float64) error {
+	if m.group == nil {
+		return ErrClosed
+	}
+	if len(dst) != m.MeasureLen() {
+		return fmt.Errorf("emio: measure buffer of %d values, want %d", len(dst), m.MeasureLen())
+	}
+	if err := m.group.ReadInt32(dynamixel.AddrPresentPosition, m.pulses); err != nil {
+		var se *dynamixel.StatusError
+		if !errors.As(err, &se) || se.Code != 0 {
+			return err
+		}
+		m.noteAlert(se)
+	}
+	n := 3 * m.cfg.Markers
+	for i, p := range m.pulses {
+		m.q[i] = dynamixel.PulseToRad(p)
+	}
+	copy(dst[n:], m.q)
+	if m.cfg.Source != nil {
+		m.cfg.Source.Markers(m.q, dst[:n])
+	} else {
+		clear(dst[:n])
+	}
+	return nil
+}
+
+func (m *Motors) noteAlert(se *dynamixel.StatusError) {
+	m.alerts.Add(1)
+	if m.alert.Load() == nil {
+		m.alert.Store(se)
+	}
+}
+
+// Alert returns the first hardware alert seen since the last call, and how
+// many replies carried one in all.
+func (m *Motors) Alert() (*dynamixel.StatusError, uint64) {
+	return m.alert.Swap(nil), m.alerts.Load()
+}
+
+// Command implements bridge.Plant: goal positions from angles. NaN, ±Inf and
+// angles beyond the pulse range are refused whole; pulses are clamped to the
+// mode's position range.
+func (m *Motors) Command(u []float64) error {
+	if m.group == nil {
+		return ErrClosed
+	}
+	if len(u) != len(m.pulses) {
+		return fmt.Errorf("emio: %d commands for %d motors", len(u), len(m.pulses))
+	}
+	for i, rad := range u {
+		if math.IsNaN(rad) || math.IsInf(rad, 0) {
+			return fmt.Errorf("emio: motor %d goal %v: %w", m.cfg.IDs[i], rad, dynamixel.ErrRange)
+		}
+	}
+	for i, rad := range u {
+		p, err := dynamixel.RadToPulse(rad)
+		if err != nil {
+			return err
+		}
+		m.pulses[i] = min(max(p, m.minP), m.maxP)
+	}
+	return m.group.WriteInt32(dynamixel.AddrGoalPosition, m.pulses)
+}
+
+// Halt implements bridge.Plant: hold leaves the servos on their last goal,
+// torque off releases them.
+func (m *Motors) Halt(p bridge.HaltPolicy) error {
+	if m.bus == nil || p != bridge.HaltTorqueOff {
+		return nil
+	}
+	off := make([]byte, len(m.cfg.IDs))
+	return m.bus.SyncWrite(dynamixel.AddrTorqueEnable, 1, m.cfg.IDs, off)
+}
+
+// Reopen implements bridge.Reopener: close the old port, open it again by
+// name, and run the open sequence (a replugged adapter lost the servos'
+// RAM settings only if the servos lost power).
+func (m *Motors) Reopen(ctx context.Context) error {
+	m.Close()
+	return m.Open(ctx)
+}
+
+// Close closes the port.
+func (m *Motors) Close() error {
+	if m.port == nil {
+		return nil
+	}
+	err := m.port.Close()
+	m.port, m.bus, m.group = nil, nil, nil
+	return err
+}
+
+// Bus returns the open bus (nil when closed), for diagnostics.
+func (m *Motors) Bus() *dynamixel.Bus { return m.bus }
