@@ -88,16 +88,27 @@ type UDPFile struct {
 	RecvBuffer        int      `toml:"recv_buffer"`
 }
 
-// PlantFile is [link.plant]. Kind "sim" is the in-memory Emio plant.
+// PlantFile is [link.plant]. Kind "sim" is the in-memory Emio plant; kind
+// "dynamixel" is the Emio's servos on a serial port, or simulated servos on a
+// pseudo-terminal when port = "sim".
 type PlantFile struct {
-	Kind         string    `toml:"kind"`
-	Motors       int       `toml:"motors"`
-	TimeConstant Duration  `toml:"time_constant"`
-	Initial      []float64 `toml:"initial"`
-	Min          []float64 `toml:"min"`
-	Max          []float64 `toml:"max"`
-	Y0           []float64 `toml:"y0"`
-	J            []float64 `toml:"j"`
+	Kind string `toml:"kind"`
+	// Port: "sim", a device path, a /dev/serial/by-id name,
+	// "usb:VID:PID[:SERIAL]" or "auto" (the only U2D2).
+	Port            string    `toml:"port"`
+	Baud            int       `toml:"baud"`
+	IDs             []int     `toml:"ids"`
+	Mode            string    `toml:"mode"`
+	ProfileVelocity *int      `toml:"profile_velocity"`
+	FastSyncRead    *bool     `toml:"fast_sync_read"`
+	LatencyTimer    Duration  `toml:"latency_timer"`
+	Motors          int       `toml:"motors"`
+	TimeConstant    Duration  `toml:"time_constant"`
+	Initial         []float64 `toml:"initial"`
+	Min             []float64 `toml:"min"`
+	Max             []float64 `toml:"max"`
+	Y0              []float64 `toml:"y0"`
+	J               []float64 `toml:"j"`
 }
 
 // PartnerFile is [link.partner]: the built-in Simulink stand-in of `bridge sim`.
@@ -107,7 +118,7 @@ type PartnerFile struct {
 }
 
 // PlantKinds lists the plant kinds this build knows.
-var plantKinds = []string{"sim"}
+var plantKinds = []string{"sim", "dynamixel"}
 
 // ParseConfig decodes and validates a TOML document. Unknown keys are errors.
 func ParseConfig(data []byte) (*Config, error) {
@@ -213,6 +224,31 @@ func (c *Config) fillDefaults() {
 		}
 		if p.Motors == 0 {
 			p.Motors = 4
+			if len(p.IDs) > 0 {
+				p.Motors = len(p.IDs)
+			}
+		}
+		if p.Kind == "dynamixel" {
+			if p.Port == "" {
+				p.Port = "auto"
+			}
+			if p.Baud == 0 {
+				p.Baud = 1000000
+			}
+			if p.IDs == nil {
+				for i := range p.Motors {
+					p.IDs = append(p.IDs, i)
+				}
+			}
+			if p.Mode == "" {
+				p.Mode = "position"
+			}
+			if p.ProfileVelocity == nil {
+				p.ProfileVelocity = new(1000)
+			}
+			if p.FastSyncRead == nil {
+				p.FastSyncRead = new(true)
+			}
 		}
 		if p.TimeConstant.Duration == 0 {
 			p.TimeConstant.Duration = 60 * time.Millisecond
@@ -337,6 +373,35 @@ func (c *Config) Validate() error {
 		}
 		if p.Motors < 1 || p.Motors > 16 {
 			bad(k+".plant.motors", p.Motors, "1..16")
+		}
+		if p.Kind == "dynamixel" {
+			switch p.Baud {
+			case 9600, 57600, 115200, 1000000, 2000000, 3000000, 4000000, 4500000:
+			default:
+				bad(k+".plant.baud", p.Baud, "9600, 57600, 115200, 1000000, 2000000, 3000000, 4000000 or 4500000")
+			}
+			if len(p.IDs) != p.Motors {
+				bad(k+".plant.ids", p.IDs, fmt.Sprintf("%d IDs, one per motor", p.Motors))
+			}
+			seen := map[int]bool{}
+			for _, id := range p.IDs {
+				if id < 0 || id > 252 || seen[id] {
+					bad(k+".plant.ids", p.IDs, "distinct IDs in 0..252")
+					break
+				}
+				seen[id] = true
+			}
+			if p.Mode != "position" && p.Mode != "extended" {
+				bad(k+".plant.mode", quote(p.Mode), "position or extended")
+			}
+			if v := *p.ProfileVelocity; v < 0 || v > 32767 {
+				bad(k+".plant.profile_velocity", v, "0..32767 (× 0.229 rpm; 0 = unlimited)")
+			}
+			if d := p.LatencyTimer.Duration; d < 0 || d > 255*time.Millisecond {
+				bad(k+".plant.latency_timer", d, "0..255ms (0 = read it from sysfs, else 16ms)")
+			}
+		} else if p.Port != "" || p.Baud != 0 || p.IDs != nil || p.Mode != "" || p.ProfileVelocity != nil || p.FastSyncRead != nil || p.LatencyTimer.Duration != 0 {
+			bad(k+".plant", quote(p.Kind), `kind = "dynamixel" for port, baud, ids, mode, profile_velocity, fast_sync_read and latency_timer`)
 		}
 		if d := p.TimeConstant.Duration; d < 0 || d > time.Minute {
 			bad(k+".plant.time_constant", d, "0..1m")

@@ -90,3 +90,26 @@ func FuzzParseConfig(f *testing.F) {
 		}
 	})
 }
+
+func TestDynamixelPlantConfig(t *testing.T) {
+	c, err := ParseConfig([]byte("[[link]]\nname = \"a\"\n[link.plant]\nkind = \"dynamixel\"\nport = \"sim\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.Links[0].Plant
+	if p.Baud != 1000000 || len(p.IDs) != 4 || p.IDs[3] != 3 || p.Mode != "position" || *p.ProfileVelocity != 1000 || !*p.FastSyncRead {
+		t.Errorf("defaults %+v", p)
+	}
+	for doc, want := range map[string]string{
+		"[link.plant]\nkind = \"dynamixel\"\nbaud = 12345\n":          "plant.baud = 12345",
+		"[link.plant]\nkind = \"dynamixel\"\nids = [0, 1, 1, 2]\n":    "plant.ids",
+		"[link.plant]\nkind = \"dynamixel\"\nmode = \"velocity\"\n":   "plant.mode",
+		"[link.plant]\nkind = \"sim\"\nport = \"/dev/ttyUSB0\"\n":     `kind = "dynamixel" for port`,
+		"[link.plant]\nkind = \"dynamixel\"\nprofile_velocity = -1\n": "profile_velocity = -1",
+	} {
+		_, err := ParseConfig([]byte("[[link]]\nname = \"a\"\n" + doc))
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want …%s…", doc, err, want)
+		}
+	}
+}
