@@ -27,6 +27,9 @@ Usage:
   bridge sim [-config FILE]         run them on simulated devices with a built-in Simulink partner
   bridge partner [flags]            be the Simulink side (a stand-in for the shipped models)
   bridge check -config FILE         validate a configuration without touching hardware
+  bridge scan [-port SPEC]          list serial ports and find Dynamixel servos (IDs, bauds, models)
+  bridge ping [-port SPEC] [-ids]   ping servos
+  bridge sim servos [-ids 0,1,2,3]  serve simulated servos on a pseudo-terminal (a virtual U2D2)
   bridge bench loop|link [flags]    measure the loop's timing, or a whole link on loopback
   bridge startUDP [emioapi flags]   emioapi's "python -m emioapi startUDP", flags honoured
   bridge version                    print the version
@@ -58,6 +61,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdPartner(ctx, rest, stdout, stderr)
 	case "check":
 		err = cmdCheck(rest, stdout, stderr)
+	case "scan":
+		err = cmdScan(ctx, rest, stdout, stderr)
+	case "ping":
+		err = cmdPing(ctx, rest, stdout, stderr)
 	case "bench":
 		err = cmdBench(ctx, rest, stdout, stderr)
 	case "startUDP", "startudp":

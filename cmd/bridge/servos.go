@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labbridge/bridge/dynamixel"
+)
+
+// busFlags are the serial flags of scan and ping.
+type busFlags struct {
+	port    *string
+	latency *time.Duration
+	rdt     *time.Duration
+}
+
+func addBusFlags(fsPort func(name, value, usage string) *string, fsDur func(name string, value time.Duration, usage string) *time.Duration) busFlags {
+	return busFlags{
+		port:    fsPort("port", "auto", `serial port: a path, a /dev/serial/by-id name, "usb:VID:PID[:SERIAL]" or "auto" (the only U2D2)`),
+		latency: fsDur("latency-timer", 0, "the adapter's latency timer (0 = read it from sysfs, else 16ms)"),
+		rdt:     fsDur("return-delay", 500*time.Microsecond, "the servos' Return Delay Time (factory: 500µs)"),
+	}
+}
+
+// openBus resolves the port and opens a bus on it at baud.
+func openBus(spec string, baud int, latency, rdt time.Duration, stderr io.Writer) (*dynamixel.Bus, func(), error) {
+	ports, _ := dynamixel.ListPorts()
+	path, err := dynamixel.Resolve(spec, ports)
+	if err != nil {
+		return nil, nil, err
+	}
+	if latency == 0 {
+		latency = 16 * time.Millisecond
+		if ms, ok, err := dynamixel.LatencyTimer(path); err == nil && ok {
+			latency = time.Duration(ms) * time.Millisecond
+			if ms > 1 {
+				fmt.Fprintln(stderr, dynamixel.LatencyAdvice(path, ms))
+			}
+		}
+	}
+	port, err := dynamixel.OpenSerial(path, baud)
+	if err != nil {
+		return nil, nil, err
+	}
+	bus, err := dynamixel.NewBus(port, dynamixel.BusConfig{Baud: baud, LatencyTimer: latency, ReturnDelay: rdt, Margin: 3 * time.Millisecond})
+	if err != nil {
+		port.Close()
+		return nil, nil, err
+	}
+	return bus, func() { port.Close() }, nil
+}
+
+// cmdScan is `bridge scan`: list serial ports, then ping every ID at every
+// baud rate asked.
+func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("scan", "scan [-port SPEC] [-bauds 1000000,57600] [-ids 0-252] [-list]", stderr)
+	bf := addBusFlags(fs.String, fs.Duration)
+	bauds := fs.String("bauds", "1000000,57600", `baud rates to try, comma-separated, or "all"`)
+	idRange := fs.String("ids", "0-252", "IDs to ping: a range lo-hi or a comma-separated list")
+	list := fs.Bool("list", false, "only list the serial ports")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	ports, err := dynamixel.ListPorts()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d serial port(s)\n", len(ports))
+	for _, p := range ports {
+		fmt.Fprintf(stdout, "  %s\n", p)
+	}
+	if *list {
+		return nil
+	}
+	rates, err := parseBauds(*bauds)
+	if err != nil {
+		return err
+	}
+	ids, err := parseIDs(*idRange)
+	if err != nil {
+		return err
+	}
+	found := 0
+	bar := isTerminal(stderr)
+	for _, baud := range rates {
+		bus, closePort, err := openBus(*bf.port, baud, *bf.latency, *bf.rdt, stderr)
+		if err != nil {
+			return err
+		}
+		for i, id := range ids {
+			if ctx.Err() != nil {
+				closePort()
+				return ctx.Err()
+			}
+			if bar {
+				fmt.Fprintf(stderr, "\r%7d baud  [%-40s] %3d/%d", baud, strings.Repeat("#", 40*(i+1)/len(ids)), i+1, len(ids))
+			}
+			model, fw, err := bus.Ping(id)
+			if errors.Is(err, dynamixel.ErrTimeout) {
+				continue
+			}
+			if bar {
+				fmt.Fprint(stderr, "\r\033[K")
+			}
+			if err != nil && !errors.Is(err, dynamixel.ErrAlert) {
+				fmt.Fprintf(stdout, "ID %3d at %d baud: %v\n", id, baud, err)
+				continue
+			}
+			found++
+			name := "unknown model"
+			if model == dynamixel.ModelXM430W210 {
+				name = "XM430-W210"
+			}
+			fmt.Fprintf(stdout, "ID %3d  baud %7d  model %d (%s)  firmware %d", id, baud, model, name, fw)
+			if err != nil {
+				fmt.Fprintf(stdout, "  ALERT: %v", err)
+			}
+			fmt.Fprintln(stdout)
+		}
+		if bar {
+			fmt.Fprint(stderr, "\r\033[K")
+		}
+		closePort()
+	}
+	fmt.Fprintf(stdout, "%d servo(s) found\n", found)
+	return nil
+}
+
+// cmdPing is `bridge ping`: ping some IDs once.
+func cmdPing(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("ping", "ping [-port SPEC] [-baud 1000000] [-ids 0,1,2,3]", stderr)
+	bf := addBusFlags(fs.String, fs.Duration)
+	baud := fs.Int("baud", 1000000, "baud rate")
+	idList := fs.String("ids", "0,1,2,3", "IDs to ping")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	ids, err := parseIDs(*idList)
+	if err != nil {
+		return err
+	}
+	bus, closePort, err := openBus(*bf.port, *baud, *bf.latency, *bf.rdt, stderr)
+	if err != nil {
+		return err
+	}
+	defer closePort()
+	missing := 0
+	for _, id := range ids {
+		t0 := time.Now()
+		model, fw, err := bus.Ping(id)
+		if err != nil && !errors.Is(err, dynamixel.ErrAlert) {
+			missing++
+			fmt.Fprintf(stdout, "ID %3d: %v\n", id, err)
+			continue
+		}
+		fmt.Fprintf(stdout, "ID %3d: model %d firmware %d in %v", id, model, fw, time.Since(t0).Round(10*time.Microsecond))
+		if err != nil {
+			fmt.Fprintf(stdout, "  ALERT: %v", err)
+		}
+		fmt.Fprintln(stdout)
+	}
+	if missing > 0 {
+		return fmt.Errorf("bridge ping: %d of %d servo(s) did not answer", missing, len(ids))
+	}
+	return nil
+}
+
+func parseBauds(s string) ([]int, error) {
+	if s == "all" {
+		return []int{1000000, 57600, 115200, 2000000, 3000000, 4000000, 4500000, 9600}, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("bridge: baud %q: want a number or \"all\"", f)
+		}
+		if _, err := dynamixel.BaudCode(v); err != nil {
+			return nil, fmt.Errorf("bridge: baud %d: %w", v, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// parseIDs reads "lo-hi" or "a,b,c".
+func parseIDs(s string) ([]byte, error) {
+	bad := fmt.Errorf("bridge: IDs %q: want lo-hi or a comma-separated list of 0..252", s)
+	if lo, hi, ok := strings.Cut(s, "-"); ok {
+		l, err1 := strconv.Atoi(lo)
+		h, err2 := strconv.Atoi(hi)
+		if err1 != nil || err2 != nil || l < 0 || h > 252 || l > h {
+			return nil, bad
+		}
+		ids := make([]byte, 0, h-l+1)
+		for i := l; i <= h; i++ {
+			ids = append(ids, byte(i))
+		}
+		return ids, nil
+	}
+	var ids []byte
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 0 || v > 252 {
+			return nil, bad
+		}
+		ids = append(ids, byte(v))
+	}
+	return ids, nil
+}
