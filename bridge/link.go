@@ -208,6 +208,12 @@ func (l *Link) Overruns() uint64 {
 // and calls DeviceUp.
 func (l *Link) DeviceDown() <-chan struct{} { return l.down }
 
+// DeviceFailed marks the device down before Serve (it could not be opened):
+// the link starts degraded and the supervisor reopens it.
+func (l *Link) DeviceFailed(err error) {
+	l.fail(err)
+}
+
 // DeviceUp tells the loop that the plant works again.
 func (l *Link) DeviceUp() { l.deviceUp.Store(true) }
 
@@ -218,7 +224,11 @@ func (l *Link) Serve(ctx context.Context) error {
 		return fmt.Errorf("bridge: link %q: %w", l.cfg.Name, err)
 	}
 	l.loop.Store(loop)
-	l.setState(Handshaking, CauseStart, nil)
+	if l.deviceUp.Load() {
+		l.setState(Handshaking, CauseStart, nil)
+	} else {
+		l.setState(Degraded, CauseStart, nil)
+	}
 	err = loop.Serve(ctx, l.Tick)
 	var herr error
 	if l.deviceUp.Load() {

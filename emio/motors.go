@@ -42,6 +42,10 @@ type Config struct {
 	// Open opens the serial port, resolving its name again each time, so
 	// that an adapter that comes back under another name is found.
 	Open func() (dynamixel.Port, error)
+	// MaxMisses is how many reads in a row may go unanswered before the
+	// device counts as failed; meanwhile the last positions are held. A lone
+	// late reply then costs a tick, not a reopen. 0 means 3.
+	MaxMisses int
 	// Logger receives the open sequence and alerts (never the loop).
 	Logger *slog.Logger
 }
@@ -70,6 +74,8 @@ type Motors struct {
 	maxP   int32
 	alert  atomic.Pointer[dynamixel.StatusError]
 	alerts atomic.Uint64
+	misses int
+	missed atomic.Uint64
 }
 
 // New checks cfg; nothing is opened until Open.
@@ -98,6 +104,9 @@ func New(cfg Config) (*Motors, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxMisses <= 0 {
+		cfg.MaxMisses = 3
 	}
 	m := &Motors{cfg: cfg, log: cfg.Logger, pulses: make([]int32, len(cfg.IDs)), q: make([]float64, len(cfg.IDs)),
 		minP: 0, maxP: 4095}
@@ -212,10 +221,22 @@ func (m *Motors) Measure(dst []float64) error {
 	}
 	if err := m.group.ReadInt32(dynamixel.AddrPresentPosition, m.pulses); err != nil {
 		var se *dynamixel.StatusError
-		if !errors.As(err, &se) || se.Code != 0 {
-			return err
+		switch {
+		case errors.As(err, &se) && se.Code == 0:
+			m.noteAlert(se) // the positions are valid
+		case errors.Is(err, dynamixel.ErrPort):
+			return err // unplugged: no point waiting
+		default:
+			// A missed or corrupt reply: hold the last positions for a
+			// few ticks before giving up on the device.
+			m.missed.Add(1)
+			if m.misses++; m.misses >= m.cfg.MaxMisses {
+				m.misses = 0
+				return err
+			}
 		}
-		m.noteAlert(se)
+	} else {
+		m.misses = 0
 	}
 	n := 3 * m.cfg.Markers
 	for i, p := range m.pulses {
@@ -236,6 +257,9 @@ func (m *Motors) noteAlert(se *dynamixel.StatusError) {
 		m.alert.Store(se)
 	}
 }
+
+// Missed returns how many reads went unanswered in all.
+func (m *Motors) Missed() uint64 { return m.missed.Load() }
 
 // Alert returns the first hardware alert seen since the last call, and how
 // many replies carried one in all.

@@ -17,6 +17,9 @@ import (
 
 	defaultconfig "github.com/labbridge/bridge"
 	"github.com/labbridge/bridge/bridge"
+	"github.com/labbridge/bridge/dynamixel"
+	"github.com/labbridge/bridge/dynamixel/dxlsim"
+	"github.com/labbridge/bridge/emio"
 	"github.com/labbridge/bridge/metrics"
 	"github.com/labbridge/bridge/realtime"
 	"github.com/labbridge/bridge/sdnotify"
@@ -69,7 +72,7 @@ type linkParts struct {
 	file    *bridge.LinkFile
 	link    *bridge.Link
 	master  *udp.Master
-	plant   *sim.Motors
+	plant   bridge.Plant
 	partner *udp.Partner
 	metrics *metrics.Link
 }
@@ -83,12 +86,17 @@ type app struct {
 	links   []*linkParts
 	closers []io.Closer
 	notify  *sdnotify.Notifier
+	// bg runs the simulated devices; close stops them and waits.
+	bg        sync.WaitGroup
+	simServos []simServos
 }
 
 func (a *app) close() {
 	for i := len(a.closers) - 1; i >= 0; i-- {
 		a.closers[i].Close()
 	}
+	a.closers = nil
+	a.bg.Wait()
 }
 
 // reservePort asks the kernel for a free loopback UDP port. The socket is
@@ -226,7 +234,7 @@ func (a *app) wireLink(lf *bridge.LinkFile, opts wireOpts, set *metrics.Set, clo
 	}
 	a.closers = append(a.closers, m)
 	lp.master = m
-	plant, err := newPlant(lf, clock)
+	plant, openErr, err := a.newPlant(lf, clock, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -236,11 +244,18 @@ func (a *app) wireLink(lf *bridge.LinkFile, opts wireOpts, set *metrics.Set, clo
 		return nil, err
 	}
 	lp.link = l
+	if openErr != nil {
+		// No device yet: the link starts degraded and the supervisor keeps
+		// trying to open it, with backoff, while the loop ticks.
+		logger.Warn("device not available; the link starts degraded", "link", lf.Name, "err", openErr)
+		l.DeviceFailed(openErr)
+	}
 	return lp, nil
 }
 
-// newPlant builds the plant a link file names.
-func newPlant(lf *bridge.LinkFile, clock *realtime.Clock) (*sim.Motors, error) {
+// newPlant builds the plant a link file names. A device that cannot be
+// opened yet is not an error: openErr says why, and the link starts degraded.
+func (a *app) newPlant(lf *bridge.LinkFile, clock *realtime.Clock, logger *slog.Logger) (plant bridge.Plant, openErr, err error) {
 	switch lf.Plant.Kind {
 	case "sim":
 		c := sim.MotorsConfig{
@@ -257,10 +272,102 @@ func newPlant(lf *bridge.LinkFile, clock *realtime.Clock) (*sim.Motors, error) {
 		if c.J == nil {
 			c.J = make([]float64, 3*c.Markers*c.Motors)
 		}
-		return sim.NewMotors(c, clock)
+		m, err := sim.NewMotors(c, clock)
+		return m, nil, err
+	case "dynamixel":
+		return a.newServos(lf, logger)
 	}
-	return nil, fmt.Errorf("plant kind %q is not available in this build", lf.Plant.Kind)
+	return nil, nil, fmt.Errorf("plant kind %q is not available in this build", lf.Plant.Kind)
 }
+
+// newServos builds the Emio plant on Dynamixel servos: real ones on a serial
+// port, or simulated ones on a pseudo-terminal when port = "sim", so that the
+// real serial path runs either way.
+func (a *app) newServos(lf *bridge.LinkFile, logger *slog.Logger) (bridge.Plant, error, error) {
+	p := &lf.Plant
+	ids := make([]byte, len(p.IDs))
+	for i, id := range p.IDs {
+		ids[i] = byte(id)
+	}
+	mode := dynamixel.ModePosition
+	if p.Mode == "extended" {
+		mode = dynamixel.ModeExtendedPosition
+	}
+	latency := p.LatencyTimer.Duration
+	cfg := emio.Config{
+		IDs: ids, Mode: mode, ProfileVelocity: int64(*p.ProfileVelocity), Markers: *lf.UDP.NbMarkers, Fast: *p.FastSyncRead,
+		Logger: logger.With("link", lf.Name),
+	}
+	if p.Port == "sim" {
+		bc := dxlsim.DefaultBusConfig()
+		bc.IDs = ids
+		// Model the wire and a U2D2 with its latency timer at 1 ms.
+		bc.Timing = dxlsim.Timing{Baud: p.Baud, Latency: time.Millisecond}
+		sb, err := dxlsim.NewBus(bc)
+		if err != nil {
+			return nil, nil, err
+		}
+		pt, err := dxlsim.NewPTY(sb, "")
+		if err != nil {
+			return nil, nil, err
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		a.bg.Go(func() {
+			if err := pt.Serve(ctx); err != nil {
+				logger.Error("simulated servos stopped", "link", lf.Name, "err", err)
+			}
+		})
+		a.closers = append(a.closers, closerFunc(func() error { cancel(); return nil }))
+		if latency == 0 {
+			latency = time.Millisecond
+		}
+		cfg.Open = func() (dynamixel.Port, error) { return dynamixel.OpenSerial(pt.Path(), p.Baud) }
+		if len(p.Y0) == 3*cfg.Markers && len(p.J) == 3*cfg.Markers*len(ids) && cfg.Markers > 0 {
+			lm, err := sim.NewLinearMarkers(p.Y0, p.J, len(ids))
+			if err != nil {
+				return nil, nil, err
+			}
+			cfg.Source = lm
+		}
+		a.simServos = append(a.simServos, simServos{link: lf.Name, bus: sb, pty: pt})
+	} else {
+		spec := p.Port
+		cfg.Open = func() (dynamixel.Port, error) {
+			ports, _ := dynamixel.ListPorts()
+			path, err := dynamixel.Resolve(spec, ports)
+			if err != nil {
+				return nil, err
+			}
+			if ms, ok, err := dynamixel.LatencyTimer(path); err == nil && ok && ms > 1 {
+				logger.Warn(dynamixel.LatencyAdvice(path, ms), "link", lf.Name)
+			}
+			return dynamixel.OpenSerial(path, p.Baud)
+		}
+	}
+	if latency == 0 {
+		latency = 16 * time.Millisecond
+	}
+	cfg.Bus = dynamixel.BusConfig{Baud: p.Baud, LatencyTimer: latency, ReturnDelay: 500 * time.Microsecond, Margin: 3 * time.Millisecond}
+	m, err := emio.New(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	a.closers = append(a.closers, closerFunc(m.Close))
+	openCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return m, m.Open(openCtx), nil
+}
+
+// simServos is a simulated servo bus served by the app.
+type simServos struct {
+	link string
+	bus  *dxlsim.Bus
+	pty  *dxlsim.PTY
+}
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
 
 // fanout sends the master's observations to two observers.
 type fanout struct{ a, b udp.Observer }
