@@ -56,7 +56,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "run":
 		err = cmdRun(ctx, rest, stdout, stderr, false)
 	case "sim":
-		err = cmdRun(ctx, rest, stdout, stderr, true)
+		if len(rest) > 0 && rest[0] == "servos" {
+			err = cmdSimServos(ctx, rest[1:], stdout, stderr)
+		} else {
+			err = cmdRun(ctx, rest, stdout, stderr, true)
+		}
 	case "partner":
 		err = cmdPartner(ctx, rest, stdout, stderr)
 	case "check":

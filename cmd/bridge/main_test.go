@@ -189,3 +189,41 @@ func TestBenchLinkPartnerProcess(t *testing.T) {
 		t.Errorf("result %+v", res)
 	}
 }
+
+// bridge sim servos serves a virtual U2D2 that bridge ping and bridge scan
+// find through the real serial path.
+func TestSimServosScanPing(t *testing.T) {
+	link := filepath.Join(t.TempDir(), "u2d2")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int)
+	var simOut bytes.Buffer
+	go func() {
+		done <- run(ctx, []string{"sim", "servos", "-ids", "0,1,2,3", "-link", link}, &simOut, &simOut)
+	}()
+	waitLink := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(link); err == nil {
+			break
+		}
+		if time.Now().After(waitLink) {
+			t.Fatal("the simulated servos never appeared")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	code, out, stderr := runCLI(t, "ping", "-port", link, "-ids", "0,1,2,3", "-latency-timer", "1ms")
+	if code != 0 || strings.Count(out, "model 1030 firmware 46") != 4 {
+		t.Errorf("ping: %d\n%s\n%s", code, out, stderr)
+	}
+	code, out, _ = runCLI(t, "ping", "-port", link, "-ids", "7", "-latency-timer", "1ms")
+	if code != 1 || !strings.Contains(out, "ID   7: dynamixel: ID 7, instruction 0x01: no status packet") {
+		t.Errorf("ping absent: %d %q", code, out)
+	}
+	code, out, _ = runCLI(t, "scan", "-port", link, "-bauds", "1000000", "-ids", "0-5", "-latency-timer", "1ms")
+	if code != 0 || !strings.Contains(out, "4 servo(s) found") || !strings.Contains(out, "ID   3  baud 1000000  model 1030 (XM430-W210)") {
+		t.Errorf("scan: %d\n%s", code, out)
+	}
+	cancel()
+	if c := <-done; c != 0 {
+		t.Errorf("sim servos exit %d: %s", c, simOut.String())
+	}
+}

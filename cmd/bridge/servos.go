@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/labbridge/bridge/dynamixel"
+	"github.com/labbridge/bridge/dynamixel/dxlsim"
 )
 
 // busFlags are the serial flags of scan and ping.
@@ -212,4 +213,54 @@ func parseIDs(s string) ([]byte, error) {
 		ids = append(ids, byte(v))
 	}
 	return ids, nil
+}
+
+// cmdSimServos is `bridge sim servos`: simulated servos on a pseudo-terminal,
+// a virtual U2D2 any software can open, until interrupted.
+func cmdSimServos(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("sim servos", "sim servos [-ids 0,1,2,3] [-baud 1000000] [-link PATH] [-firmware 46] [-return-delay 0] [-latency 0]", stderr)
+	idList := fs.String("ids", "0,1,2,3", "servo IDs")
+	baud := fs.Int("baud", 1000000, "line rate to model (byte time); 0 = instant replies")
+	link := fs.String("link", "", "also make this path a symlink to the pseudo-terminal")
+	firmware := fs.Int("firmware", 46, "firmware version (below 45: Fast Sync Read is refused)")
+	rdt := fs.Int("return-delay", 0, "Return Delay Time in 2 µs units (factory: 250)")
+	latency := fs.Duration("latency", 0, "model an FTDI latency timer (e.g. 1ms, 16ms); 0 = none")
+	duration := fs.Duration("duration", 0, "stop after this long (0 = until SIGINT/SIGTERM)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	ids, err := parseIDs(*idList)
+	if err != nil {
+		return err
+	}
+	if *firmware < 0 || *firmware > 255 || *rdt < 0 || *rdt > 254 {
+		return fmt.Errorf("bridge sim servos: -firmware %d / -return-delay %d: want 0..255 and 0..254", *firmware, *rdt)
+	}
+	bc := dxlsim.DefaultBusConfig()
+	bc.IDs = ids
+	bc.Servo.Firmware = byte(*firmware)
+	bc.Servo.ReturnDelay = byte(*rdt)
+	bc.Timing = dxlsim.Timing{ReturnDelay: *rdt > 0, Baud: *baud, Latency: *latency}
+	bus, err := dxlsim.NewBus(bc)
+	if err != nil {
+		return err
+	}
+	pt, err := dxlsim.NewPTY(bus, *link)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "simulated servos %v (XM430-W210, firmware %d) at %d baud on %s\n", ids, *firmware, *baud, pt.SlavePath())
+	if *link != "" {
+		fmt.Fprintf(stdout, "linked at %s\n", *link)
+	}
+	fmt.Fprintln(stdout, "open it with any Dynamixel software; Ctrl-C stops")
+	if *duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *duration)
+		defer cancel()
+	}
+	err = pt.Serve(ctx)
+	st := bus.Stats()
+	fmt.Fprintf(stdout, "served %d instruction(s), %d repl(ies), %d corrupt, %d garbage byte(s)\n", st.Packets, st.Replies, st.Corrupt, st.Garbage)
+	return err
 }
