@@ -124,7 +124,8 @@ func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
 		fmt.Fprint(stderr, "Usage: bridge bench loop [flags]   timing of the clock-master loop (lateness percentiles)\n"+
-			"       bridge bench link [flags]   a whole link against a partner on loopback (reply latency)\n")
+			"       bridge bench link [flags]   a whole link against a partner on loopback (reply latency)\n"+
+			"       bridge bench servos [flags] the 4-servo cycle on a pseudo-terminal against the wire time\n")
 		if len(args) == 0 {
 			return errUsage
 		}
@@ -135,6 +136,8 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return benchLoop(ctx, args[1:], stdout, stderr)
 	case "link":
 		return benchLink(ctx, args[1:], stdout, stderr)
+	case "servos":
+		return benchServos(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "bridge bench: unknown benchmark %q (want loop or link)\n", args[0])
 	return errUsage

@@ -2,15 +2,18 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/labbridge/bridge/dynamixel"
 	"github.com/labbridge/bridge/dynamixel/dxlsim"
+	"github.com/labbridge/bridge/emio"
 )
 
 // busFlags are the serial flags of scan and ping.
@@ -263,4 +266,100 @@ func cmdSimServos(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	st := bus.Stats()
 	fmt.Fprintf(stdout, "served %d instruction(s), %d repl(ies), %d corrupt, %d garbage byte(s)\n", st.Packets, st.Replies, st.Corrupt, st.Garbage)
 	return err
+}
+
+// benchServos is `bridge bench servos`: the Emio cycle (one read of the four
+// present positions, one sync write of the goals) against simulated servos
+// on a pseudo-terminal with the byte time modelled, as a ratio to the bytes'
+// wire time (docs/dynamixel.md §10).
+func benchServos(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench servos", "bench servos [-bauds 1000000,2000000,4000000] [-cycles 2000] [-fast=true] [-json]", stderr)
+	bauds := fs.String("bauds", "1000000,2000000,4000000", "baud rates to model")
+	cycles := fs.Int("cycles", 2000, "cycles per baud rate")
+	fast := fs.Bool("fast", true, "use Fast Sync Read (false: Sync Read)")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	rates, err := parseBauds(*bauds)
+	if err != nil {
+		return err
+	}
+	if *cycles < 10 {
+		return fmt.Errorf("bridge bench servos: -cycles %d: want at least 10", *cycles)
+	}
+	type row struct {
+		Baud     int     `json:"baud"`
+		Bytes    int     `json:"bytes_per_cycle"`
+		WireUs   float64 `json:"wire_us"`
+		MedianUs float64 `json:"median_cycle_us"`
+		P99Us    float64 `json:"p99_cycle_us"`
+		Ratio    float64 `json:"ratio"`
+	}
+	var rows []row
+	for _, baud := range rates {
+		bc := dxlsim.DefaultBusConfig()
+		bc.Timing = dxlsim.Timing{Baud: baud}
+		sb, err := dxlsim.NewBus(bc)
+		if err != nil {
+			return err
+		}
+		pt, err := dxlsim.NewPTY(sb, "")
+		if err != nil {
+			return err
+		}
+		sctx, stop := context.WithCancel(ctx)
+		served := make(chan error, 1)
+		go func() { served <- pt.Serve(sctx) }()
+		m, err := emio.New(emio.Config{IDs: []byte{0, 1, 2, 3}, Mode: dynamixel.ModePosition, ProfileVelocity: 1000, Fast: *fast,
+			Bus:  dynamixel.BusConfig{Baud: baud, LatencyTimer: 0, ReturnDelay: 0, Margin: 5 * time.Millisecond},
+			Open: func() (dynamixel.Port, error) { return dynamixel.OpenSerial(pt.Path(), baud) }})
+		if err == nil {
+			err = m.Open(ctx)
+		}
+		if err != nil {
+			stop()
+			<-served
+			return err
+		}
+		y, u := make([]float64, m.MeasureLen()), make([]float64, 4)
+		times := make([]time.Duration, 0, *cycles)
+		for i := 0; i < *cycles && ctx.Err() == nil; i++ {
+			t0 := time.Now()
+			if err := m.Measure(y); err != nil {
+				stop()
+				<-served
+				m.Close()
+				return err
+			}
+			if err := m.Command(u); err != nil {
+				stop()
+				<-served
+				m.Close()
+				return err
+			}
+			times = append(times, time.Since(t0))
+		}
+		m.Close()
+		stop()
+		<-served
+		slices.Sort(times)
+		bytes := 112 // Sync Read request 18 + 4 replies of 15 + Sync Write 34
+		if *fast {
+			bytes = 92 // Fast Sync Read: one 40-byte reply
+		}
+		wire := time.Duration(bytes) * time.Duration(int64(time.Second)*10/int64(baud))
+		med := times[len(times)/2]
+		rows = append(rows, row{Baud: baud, Bytes: bytes, WireUs: us(int64(wire)), MedianUs: us(int64(med)),
+			P99Us: us(int64(times[len(times)*99/100])), Ratio: float64(med) / float64(wire)})
+	}
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(map[string]any{"fast_sync_read": *fast, "cycles": *cycles, "rows": rows})
+	}
+	fmt.Fprintf(stdout, "4-servo cycle on a pseudo-terminal (fast sync read %v, %d cycles each)\n", *fast, *cycles)
+	fmt.Fprintf(stdout, "%9s %7s %10s %12s %10s %7s\n", "baud", "bytes", "wire µs", "median µs", "p99 µs", "ratio")
+	for _, r := range rows {
+		fmt.Fprintf(stdout, "%9d %7d %10.1f %12.1f %10.1f %6.2fx\n", r.Baud, r.Bytes, r.WireUs, r.MedianUs, r.P99Us, r.Ratio)
+	}
+	return nil
 }
