@@ -1,0 +1,152 @@
+package dxlsim_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.bug.st/serial"
+
+	"github.com/labbridge/bridge/dynamixel"
+	"github.com/labbridge/bridge/dynamixel/dxlsim"
+)
+
+// servePTY serves b on a pseudo-terminal linked in a temporary directory
+// and returns the link; the PTY stops when the test ends.
+func servePTY(t *testing.T, b *dxlsim.Bus) string {
+	t.Helper()
+	link := filepath.Join(t.TempDir(), "ttyDXL")
+	pt, err := dxlsim.NewPTY(b, link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- pt.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-errc; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		if _, err := os.Lstat(link); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("link left behind: %v", err)
+		}
+	})
+	return link
+}
+
+// waitFor polls cond; the deadline only matters on failure.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func openSerial(t *testing.T, path string) serial.Port {
+	t.Helper()
+	port, err := serial.Open(path, &serial.Mode{BaudRate: 1000000})
+	if err != nil {
+		t.Fatalf("open %s: %v", path, err)
+	}
+	return port
+}
+
+// pingOver sends a ping to id on port and returns the status, reading until
+// a whole packet is in.
+func pingOver(t *testing.T, port serial.Port, id byte) dynamixel.Status {
+	t.Helper()
+	var pkt [10]byte
+	dynamixel.MarshalInstruction(pkt[:], id, dynamixel.InstPing, nil)
+	if _, err := port.Write(pkt[:]); err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	port.SetReadTimeout(100 * time.Millisecond)
+	var got []byte
+	buf := make([]byte, 64)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		n, err := port.Read(buf)
+		if err != nil {
+			t.Fatalf("read: %v", err)
+		}
+		got = append(got, buf[:n]...)
+		if s, _, err := dynamixel.ParseStatus(got); err == nil {
+			return s
+		}
+	}
+	t.Fatalf("no status for ping of ID %d, got % X", id, got)
+	return dynamixel.Status{}
+}
+
+// The simulator on a pseudo-terminal, through go.bug.st/serial: ping,
+// close and reopen, then an unplug and a replug at the same path.
+func TestPTYSerial(t *testing.T) {
+	b, _ := newBus(t)
+	link := servePTY(t, b)
+
+	port := openSerial(t, link)
+	if s := pingOver(t, port, 2); s.ID != 2 || s.Err != 0 || len(s.Data) != 3 || s.Data[0] != 0x06 || s.Data[1] != 0x04 {
+		t.Errorf("ping: %+v", s)
+	}
+	// The driver over the real serial stack.
+	drv, err := dynamixel.NewBus(port, dynamixel.BusConfig{Baud: 1000000, LatencyTimer: time.Millisecond, Margin: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst, errs := make([]byte, 16), make([]byte, 4)
+	if n, err := drv.SyncRead(132, 4, []byte{0, 1, 2, 3}, dst, errs); n != 4 || err != nil || dst[1] != 0x08 {
+		t.Errorf("SyncRead: %d %v % X", n, err, dst)
+	}
+	// A client closing and reopening does not disturb the simulator.
+	port.Close()
+	port = openSerial(t, link)
+	if s := pingOver(t, port, 3); s.ID != 3 {
+		t.Errorf("ping after reopen: %+v", s)
+	}
+
+	// Unplug: the client's Read fails and the path is gone.
+	b.Unplug()
+	port.SetReadTimeout(50 * time.Millisecond)
+	buf := make([]byte, 16)
+	var readErr error
+	waitFor(t, "Read to fail after unplug", func() bool {
+		_, readErr = port.Read(buf)
+		return readErr != nil
+	})
+	t.Logf("Read after unplug: %v", readErr)
+	// go.bug.st/serial reports PortClosed or EIO (docs/dynamixel.md §14).
+	var pe *serial.PortError
+	if !(errors.As(readErr, &pe) && pe.Code() == serial.PortClosed) && !errors.Is(readErr, syscall.EIO) {
+		t.Errorf("Read after unplug: %v, want PortClosed or EIO", readErr)
+	}
+	port.Close()
+	waitFor(t, "the link to go", func() bool {
+		_, err := os.Lstat(link)
+		return errors.Is(err, os.ErrNotExist)
+	})
+	if p, err := serial.Open(link, &serial.Mode{BaudRate: 1000000}); err == nil {
+		p.Close()
+		t.Error("opened the port while unplugged")
+	}
+
+	// Plug back: a new pair at the same path.
+	b.Plug()
+	waitFor(t, "the link to come back", func() bool {
+		_, err := os.Stat(link)
+		return err == nil
+	})
+	port = openSerial(t, link)
+	defer port.Close()
+	if s := pingOver(t, port, 0); s.ID != 0 {
+		t.Errorf("ping after replug: %+v", s)
+	}
+}
