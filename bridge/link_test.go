@@ -63,7 +63,7 @@ func newRig(t *testing.T, ctl udp.ControllerSpec, faults *udp.Faults, period tim
 	if r.plant, err = sim.NewMotors(sim.DefaultEmio(), r.clock); err != nil {
 		t.Fatal(err)
 	}
-	lim := []bridge.Limit{{-1.5, 1.5}, {-1.5, 1.5}, {-1.5, 1.5}, {-1.5, 1.5}}
+	lim := []bridge.Limit{{Min: -1.5, Max: 1.5}, {Min: -1.5, Max: 1.5}, {Min: -1.5, Max: 1.5}, {Min: -1.5, Max: 1.5}}
 	r.link, err = bridge.NewLink(bridge.LinkConfig{Name: "emio", Loop: bridge.LoopConfig{Period: period, CPU: -1}, Limits: lim},
 		r.plant, r.master, r.clock, nil, nil, nil)
 	if err != nil {
