@@ -67,7 +67,7 @@ func runConfig(ctx context.Context, cfg *bridge.Config, from string, simulate, e
 
 func allSimulated(cfg *bridge.Config) bool {
 	for _, l := range cfg.Links {
-		if l.Plant.Kind != "sim" {
+		if l.Plant.Kind != "sim" && l.Plant.Port != "sim" {
 			return false
 		}
 	}
