@@ -72,8 +72,9 @@ type Motors struct {
 	q      []float64
 	minP   int32
 	maxP   int32
-	alert  atomic.Pointer[dynamixel.StatusError]
+	alert  atomic.Pointer[Alert]
 	alerts atomic.Uint64
+	diag   [1]byte
 	misses int
 	missed atomic.Uint64
 }
@@ -251,19 +252,41 @@ func (m *Motors) Measure(dst []float64) error {
 	return nil
 }
 
+// Alert is a servo's hardware alert with what it reported.
+type Alert struct {
+	ID           byte
+	Hardware     dynamixel.HardwareError // Hardware Error Status (address 70)
+	TemperatureC int                     // Present Temperature (address 146)
+	LimitC       int                     // Temperature Limit (address 31)
+	Err          error                   // set when the diagnosis could not be read
+}
+
+// noteAlert reads why a servo raised its alert, once until Alert is called:
+// a rare event, so the extra transactions are worth a late tick.
 func (m *Motors) noteAlert(se *dynamixel.StatusError) {
 	m.alerts.Add(1)
-	if m.alert.Load() == nil {
-		m.alert.Store(se)
+	if m.alert.Load() != nil {
+		return
 	}
+	a := &Alert{ID: se.ID}
+	read := func(addr uint16) int {
+		if err := m.bus.Read(se.ID, addr, m.diag[:]); err != nil && !errors.Is(err, dynamixel.ErrAlert) {
+			a.Err = err
+		}
+		return int(m.diag[0])
+	}
+	a.Hardware = dynamixel.HardwareError(read(dynamixel.AddrHardwareErrorStatus))
+	a.TemperatureC = read(dynamixel.AddrPresentTemperature)
+	a.LimitC = read(dynamixel.AddrTemperatureLimit)
+	m.alert.Store(a)
 }
 
 // Missed returns how many reads went unanswered in all.
 func (m *Motors) Missed() uint64 { return m.missed.Load() }
 
-// Alert returns the first hardware alert seen since the last call, and how
-// many replies carried one in all.
-func (m *Motors) Alert() (*dynamixel.StatusError, uint64) {
+// Alert returns the first hardware alert seen since the last call (nil when
+// none), and how many replies carried one in all. Safe from any goroutine.
+func (m *Motors) Alert() (*Alert, uint64) {
 	return m.alert.Swap(nil), m.alerts.Load()
 }
 

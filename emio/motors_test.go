@@ -149,9 +149,12 @@ func TestOverheatAlert(t *testing.T) {
 	if err := m.Measure(y); err != nil {
 		t.Fatalf("an alert failed the measure: %v", err)
 	}
-	se, n := m.Alert()
-	if se == nil || se.ID != 1 || !se.Alert || n == 0 {
-		t.Fatalf("alert %v (%d)", se, n)
+	a, n := m.Alert()
+	if a == nil || a.ID != 1 || !a.Hardware.Has(dynamixel.HWOverheating) || a.TemperatureC <= 0 || a.LimitC != 80 || a.Err != nil || n == 0 {
+		t.Fatalf("alert %+v (%d)", a, n)
+	}
+	if again, _ := m.Alert(); again != nil {
+		t.Errorf("the alert was reported twice: %+v", again)
 	}
 	if sb.Servo(1).Value(dynamixel.ItemTorqueEnable) != 0 {
 		t.Error("torque still on after overheating")

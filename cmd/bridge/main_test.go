@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -225,5 +228,65 @@ func TestSimServosScanPing(t *testing.T) {
 	cancel()
 	if c := <-done; c != 0 {
 		t.Errorf("sim servos exit %d: %s", c, simOut.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// A servo that overheats during bridge sim is reported with its hardware
+// error and temperature, and the loop goes on.
+func TestServoAlertReported(t *testing.T) {
+	cfg, err := bridge.ParseConfig(defaultconfig.TOML())
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	a, err := wire(cfg, wireOpts{partner: true, ephemeral: true}, "", slog.New(slog.NewJSONHandler(logs, nil)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.serve(ctx, io.Discard, 0) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for a.links[0].link.State() != bridge.Running {
+		if time.Now().After(deadline) {
+			t.Fatalf("never running:\n%s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := a.simServos[0].bus.ForceOverheat(2); err != nil {
+		t.Fatal(err)
+	}
+	for !strings.Contains(logs.String(), `"msg":"servo hardware alert`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no alert logged:\n%s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if s := logs.String(); !strings.Contains(s, `"id":2`) || !strings.Contains(s, `"hardware_error":"overheating"`) || !strings.Contains(s, `"temperature_limit_c":80`) {
+		t.Errorf("alert log:\n%s", s)
+	}
+	t0 := a.links[0].link.Ticks()
+	for a.links[0].link.Ticks() < t0+5 {
+		if time.Now().After(deadline) {
+			t.Fatal("the loop stopped after the alert")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -89,6 +89,36 @@ type app struct {
 	// bg runs the simulated devices; close stops them and waits.
 	bg        sync.WaitGroup
 	simServos []simServos
+	alerts    []alertSource
+}
+
+// alertSource is a plant whose servo alerts are reported.
+type alertSource struct {
+	link   string
+	motors *emio.Motors
+}
+
+// reportAlerts logs servo hardware alerts as they come (the loop only
+// records them), until ctx is done.
+func (a *app) reportAlerts(ctx context.Context) error {
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		for _, s := range a.alerts {
+			al, n := s.motors.Alert()
+			if al == nil {
+				continue
+			}
+			a.logger.Warn("servo hardware alert: the servo protects itself (torque off on overheating or overload); let it cool, then reboot it",
+				"link", s.link, "id", al.ID, "hardware_error", al.Hardware.String(), "temperature_c", al.TemperatureC,
+				"temperature_limit_c", al.LimitC, "alerts", n, "diagnosis_err", al.Err)
+		}
+	}
 }
 
 func (a *app) close() {
@@ -157,6 +187,12 @@ func wire(cfg *bridge.Config, opts wireOpts, metricsAddr string, logger *slog.Lo
 				a.close()
 				return nil, err
 			}
+		}
+	}
+	if len(a.alerts) > 0 {
+		if err := sup.Add("servo alerts", serviceFunc(a.reportAlerts)); err != nil {
+			a.close()
+			return nil, err
 		}
 	}
 	if metricsAddr != "" {
@@ -332,6 +368,15 @@ func (a *app) newServos(lf *bridge.LinkFile, logger *slog.Logger) (bridge.Plant,
 		a.simServos = append(a.simServos, simServos{link: lf.Name, bus: sb, pty: pt})
 	} else {
 		spec := p.Port
+		if latency == 0 {
+			// The adapter's own latency timer makes the timeouts right.
+			ports, _ := dynamixel.ListPorts()
+			if path, err := dynamixel.Resolve(spec, ports); err == nil {
+				if ms, ok, err := dynamixel.LatencyTimer(path); err == nil && ok {
+					latency = max(time.Duration(ms)*time.Millisecond, time.Millisecond)
+				}
+			}
+		}
 		cfg.Open = func() (dynamixel.Port, error) {
 			ports, _ := dynamixel.ListPorts()
 			path, err := dynamixel.Resolve(spec, ports)
@@ -353,6 +398,7 @@ func (a *app) newServos(lf *bridge.LinkFile, logger *slog.Logger) (bridge.Plant,
 		return nil, nil, err
 	}
 	a.closers = append(a.closers, closerFunc(m.Close))
+	a.alerts = append(a.alerts, alertSource{link: lf.Name, motors: m})
 	openCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return m, m.Open(openCtx), nil
@@ -364,6 +410,10 @@ type simServos struct {
 	bus  *dxlsim.Bus
 	pty  *dxlsim.PTY
 }
+
+type serviceFunc func(ctx context.Context) error
+
+func (f serviceFunc) Serve(ctx context.Context) error { return f(ctx) }
 
 type closerFunc func() error
 
