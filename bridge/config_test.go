@@ -18,7 +18,7 @@ func TestDefaultConfig(t *testing.T) {
 		t.Fatalf("%d links", len(c.Links))
 	}
 	l := c.Links[0]
-	if l.Name != "emio" || l.Period() != time.Second/30 || l.Plant.Kind != "sim" {
+	if l.Name != "emio" || l.Period() != time.Second/30 || l.Plant.Kind != "dynamixel" || l.Plant.Port != "sim" || len(l.Plant.IDs) != 4 {
 		t.Errorf("link %+v", l)
 	}
 	mc := l.MasterConfig(l.Plant.Motors)
