@@ -13,14 +13,7 @@ import (
 // servo silences all later ones (docs/dynamixel.md §6): the error names the
 // first ID that did not answer. It returns how many IDs answered.
 func (b *Bus) SyncRead(addr uint16, size int, ids, dst, errs []byte) (int, error) {
-	if err := checkGroup(size, ids, dst, errs); err != nil {
-		return 0, err
-	}
-	p := b.par[:4+len(ids)]
-	binary.LittleEndian.PutUint16(p, addr)
-	binary.LittleEndian.PutUint16(p[2:], uint16(size))
-	copy(p[4:], ids)
-	n, err := b.send(BroadcastID, InstSyncRead, p)
+	n, err := b.sendSyncRead(InstSyncRead, addr, size, ids, dst, errs)
 	if err != nil {
 		return 0, err
 	}
@@ -46,14 +39,7 @@ func (b *Bus) SyncRead(addr uint16, size int, ids, dst, errs []byte) (int, error
 // all IDs (firmware 45+). A servo that does not know it answers with an
 // Instruction Error, returned as a *StatusError matching ErrStatus.
 func (b *Bus) FastSyncRead(addr uint16, size int, ids, dst, errs []byte) (int, error) {
-	if err := checkGroup(size, ids, dst, errs); err != nil {
-		return 0, err
-	}
-	p := b.par[:4+len(ids)]
-	binary.LittleEndian.PutUint16(p, addr)
-	binary.LittleEndian.PutUint16(p[2:], uint16(size))
-	copy(p[4:], ids)
-	n, err := b.send(BroadcastID, InstFastSyncRead, p)
+	n, err := b.sendSyncRead(InstFastSyncRead, addr, size, ids, dst, errs)
 	if err != nil {
 		return 0, err
 	}
@@ -96,6 +82,19 @@ func (b *Bus) FastSyncRead(addr uint16, size int, ids, dst, errs []byte) (int, e
 		b.done()
 		return len(ids), nil
 	}
+}
+
+// sendSyncRead checks a group read and sends its instruction (Sync Read and
+// Fast Sync Read share their parameters).
+func (b *Bus) sendSyncRead(inst byte, addr uint16, size int, ids, dst, errs []byte) (int, error) {
+	if err := checkGroup(size, ids, dst, errs); err != nil {
+		return 0, err
+	}
+	p := b.par[:4+len(ids)]
+	binary.LittleEndian.PutUint16(p, addr)
+	binary.LittleEndian.PutUint16(p[2:], uint16(size))
+	copy(p[4:], ids)
+	return b.send(BroadcastID, inst, p)
 }
 
 // SyncWrite writes size bytes of data (len(ids)·size, in ids order) at addr
