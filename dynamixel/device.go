@@ -329,3 +329,6 @@ func IsDisconnect(err error) bool {
 	}
 	return false
 }
+
+// go.bug.st/serial's ports are what a Bus talks on.
+var _ Port = serial.Port(nil)
