@@ -401,29 +401,36 @@ func TestLoopStepAllocs(t *testing.T) {
 }
 
 // The whole running loop, between two points in its life, allocates nothing:
-// the process's malloc count does not move across 200 ticks.
+// the process's malloc count does not move across 200 ticks. The count is
+// process-wide, so a goroutine left by another test can allocate inside the
+// window; a loop that allocated would do so in every attempt, so one clean
+// attempt out of five proves the loop clean.
 func TestLoopServeAllocs(t *testing.T) {
 	const first, last = 10, 210
-	l, err := NewLoop(LoopConfig{Period: 100 * time.Microsecond, CPU: -1}, realtime.NewClock(), newRecObserver(0), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var before, after runtime.MemStats
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	err = l.Serve(ctx, stopAfter(l, last, cancel, func(ti *TickInfo) {
-		switch ti.N {
-		case first:
-			runtime.ReadMemStats(&before)
-		case last:
-			runtime.ReadMemStats(&after)
+	best := uint64(1 << 63)
+	for attempt := 0; attempt < 5 && best != 0; attempt++ {
+		l, err := NewLoop(LoopConfig{Period: 100 * time.Microsecond, CPU: -1}, realtime.NewClock(), newRecObserver(0), nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}))
-	if err != nil {
-		t.Fatal(err)
+		var before, after runtime.MemStats
+		ctx, cancel := context.WithCancel(context.Background())
+		err = l.Serve(ctx, stopAfter(l, last, cancel, func(ti *TickInfo) {
+			switch ti.N {
+			case first:
+				runtime.ReadMemStats(&before)
+			case last:
+				runtime.ReadMemStats(&after)
+			}
+		}))
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		best = min(best, after.Mallocs-before.Mallocs)
 	}
-	if n := after.Mallocs - before.Mallocs; n != 0 {
-		t.Fatalf("%d allocations over %d ticks, want 0", n, last-first)
+	if best != 0 {
+		t.Fatalf("%d allocations over %d ticks in the best of 5 runs, want 0", best, last-first)
 	}
 }
 
