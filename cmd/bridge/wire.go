@@ -163,6 +163,9 @@ func wire(cfg *bridge.Config, opts wireOpts, metricsAddr string, logger *slog.Lo
 			statesMu.Unlock()
 			if m != nil {
 				m.SetState(ev.To.String())
+				if ev.Cause == bridge.CauseDeviceReopened {
+					m.DeviceRestart("plant")
+				}
 			}
 		},
 	})
