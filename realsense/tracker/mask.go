@@ -1,0 +1,158 @@
+package tracker
+
+import "fmt"
+
+// Range holds inclusive HSV bounds, as the lower and upper arrays given to
+// cv2.inRange: a pixel is in range when every channel c satisfies
+// Lower[c] ≤ hsv[c] ≤ Upper[c]. Channels are hue (0–179), saturation and
+// value. An empty interval (Lower > Upper) selects nothing.
+type Range struct {
+	Lower, Upper [3]uint8
+}
+
+// DefaultRange returns emioapi's default thresholds (cameraparameter.json,
+// DEFAULT_CAMERA_PARAMS): hue 36–90, saturation 138–255, value 35–255, the
+// green of the Emio markers.
+func DefaultRange() Range {
+	return Range{Lower: [3]uint8{36, 138, 35}, Upper: [3]uint8{90, 255, 255}}
+}
+
+// Contains reports whether an HSV triple lies within r.
+func (r Range) Contains(h, s, v uint8) bool {
+	return r.Lower[0] <= h && h <= r.Upper[0] &&
+		r.Lower[1] <= s && s <= r.Upper[1] &&
+		r.Lower[2] <= v && v <= r.Upper[2]
+}
+
+// Bridge depth limits in raw Z16 units (mm): emioapi's UDP bridge calls the
+// tracker with depth_min 0 and depth_max 1000, so zero (invalid) depth passes.
+const (
+	BridgeDepthMin = 0
+	BridgeDepthMax = 1000
+)
+
+// InRange writes the mask of the w×h HSV image hsv into dst, one byte per
+// pixel: 255 where the pixel is within r, 0 elsewhere, as cv2.inRange.
+// hsv must hold 3·w·h bytes and dst w·h bytes.
+func InRange(dst, hsv []byte, w, h int, r Range) error {
+	n, err := pixels(w, h)
+	if err != nil {
+		return err
+	}
+	if len(hsv) < 3*n {
+		return fmt.Errorf("tracker: HSV buffer of %d bytes, want %d for %dx%d: %w", len(hsv), 3*n, w, h, ErrSize)
+	}
+	if len(dst) < n {
+		return fmt.Errorf("tracker: mask buffer of %d bytes, want %d for %dx%d: %w", len(dst), n, w, h, ErrSize)
+	}
+	dst = dst[:n]
+	src := hsv[:3*n]
+	if r.Lower[0] > r.Upper[0] || r.Lower[1] > r.Upper[1] || r.Lower[2] > r.Upper[2] {
+		clear(dst)
+		return nil
+	}
+	// x is within [lo, lo+d] when uint8(x−lo) ≤ d; the sign of the OR of the
+	// three d − uint8(x−lo) says whether all three are, without a branch.
+	l0, l1, l2 := r.Lower[0], r.Lower[1], r.Lower[2]
+	d0 := int32(r.Upper[0] - l0)
+	d1 := int32(r.Upper[1] - l1)
+	d2 := int32(r.Upper[2] - l2)
+	for i := range dst {
+		p := src[3*i : 3*i+3 : 3*i+3]
+		t := (d0 - int32(p[0]-l0)) | (d1 - int32(p[1]-l1)) | (d2 - int32(p[2]-l2))
+		dst[i] = byte(^(t >> 31))
+	}
+	return nil
+}
+
+// AndDepth clears every mask pixel whose depth lies outside [lo, hi], i.e.
+// mask = mask AND cv2.inRange(depth, lo, hi): inclusive bounds, in raw Z16
+// units (millimetres with emioapi's depth_units of 0.001). mask and depth
+// hold w·h values.
+func AndDepth(mask []byte, depth []uint16, w, h int, lo, hi uint16) error {
+	n, err := pixels(w, h)
+	if err != nil {
+		return err
+	}
+	if len(mask) < n {
+		return fmt.Errorf("tracker: mask buffer of %d bytes, want %d for %dx%d: %w", len(mask), n, w, h, ErrSize)
+	}
+	if len(depth) < n {
+		return fmt.Errorf("tracker: depth buffer of %d values, want %d for %dx%d: %w", len(depth), n, w, h, ErrSize)
+	}
+	mask = mask[:n]
+	depth = depth[:n]
+	if lo > hi {
+		clear(mask)
+		return nil
+	}
+	span := int32(hi - lo)
+	for i, d := range depth {
+		mask[i] &= byte(^((span - int32(d-lo)) >> 31)) // d−lo wraps when d < lo
+	}
+	return nil
+}
+
+// lutWords is the size of a colour table of one bit per BGR colour.
+const lutWords = 1 << 24 / 64
+
+// Threshold is the fused first stage of the tracker (docs/realsense.md §11):
+// a depth range test, then one bit per BGR colour telling whether its HSV lies
+// within a Range. It produces the same mask as Convert, InRange and AndDepth
+// in one pass without an HSV image. The table takes 2 MiB; build it with
+// NewThreshold, once per parameter set. A Threshold is read-only after
+// construction and safe for concurrent use.
+type Threshold struct {
+	r   Range
+	lut [lutWords]uint64 // bit c&63 of word c>>6, c = b<<16 | g<<8 | r
+}
+
+// NewThreshold builds the colour table of r with the conversion c.
+func NewThreshold(c *HSV, r Range) *Threshold {
+	t := &Threshold{r: r}
+	for col := 0; col < 1<<24; col++ {
+		h, s, v := c.pixel(int32(col>>16), int32(col>>8&255), int32(col&255))
+		if r.Contains(h, s, v) {
+			t.lut[col>>6] |= 1 << (col & 63)
+		}
+	}
+	return t
+}
+
+// Range returns the HSV bounds the table was built for.
+func (t *Threshold) Range() Range { return t.r }
+
+// Mask writes into dst (w·h bytes) 255 for each pixel of the w×h BGR8 image
+// bgr whose depth is within [lo, hi] (inclusive, raw Z16 units) and whose HSV
+// is within the table's Range, and 0 elsewhere.
+func (t *Threshold) Mask(dst, bgr []byte, depth []uint16, w, h int, lo, hi uint16) error {
+	n, err := pixels(w, h)
+	if err != nil {
+		return err
+	}
+	if len(bgr) < 3*n {
+		return fmt.Errorf("tracker: BGR buffer of %d bytes, want %d for %dx%d: %w", len(bgr), 3*n, w, h, ErrSize)
+	}
+	if len(depth) < n {
+		return fmt.Errorf("tracker: depth buffer of %d values, want %d for %dx%d: %w", len(depth), n, w, h, ErrSize)
+	}
+	if len(dst) < n {
+		return fmt.Errorf("tracker: mask buffer of %d bytes, want %d for %dx%d: %w", len(dst), n, w, h, ErrSize)
+	}
+	dst = dst[:n]
+	depth = depth[:n]
+	src := bgr[:3*n]
+	// Depth first: the table is looked up only for pixels in range, which on
+	// real frames are spatially coherent, so the branch predicts well.
+	lut := &t.lut
+	for i, d := range depth {
+		var m byte
+		if d >= lo && d <= hi {
+			p := src[3*i : 3*i+3 : 3*i+3]
+			c := uint32(p[0])<<16 | uint32(p[1])<<8 | uint32(p[2])
+			m = byte(0 - (lut[c>>6] >> (c & 63) & 1))
+		}
+		dst[i] = m
+	}
+	return nil
+}

@@ -1,0 +1,171 @@
+package tracker
+
+import (
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+func TestDefaultRange(t *testing.T) {
+	r := DefaultRange()
+	if r.Lower != [3]uint8{36, 138, 35} || r.Upper != [3]uint8{90, 255, 255} {
+		t.Errorf("DefaultRange() = %+v, want hue 36–90, saturation 138–255, value 35–255", r)
+	}
+}
+
+func TestRangeContains(t *testing.T) {
+	r := DefaultRange()
+	for _, tc := range []struct {
+		hsv  [3]uint8
+		want bool
+	}{
+		{[3]uint8{36, 138, 35}, true},  // every lower bound is inclusive
+		{[3]uint8{90, 255, 255}, true}, // every upper bound is inclusive
+		{[3]uint8{60, 204, 200}, true},
+		{[3]uint8{35, 200, 200}, false},
+		{[3]uint8{91, 200, 200}, false},
+		{[3]uint8{60, 137, 200}, false},
+		{[3]uint8{60, 200, 34}, false},
+		{[3]uint8{0, 0, 0}, false},
+	} {
+		if got := r.Contains(tc.hsv[0], tc.hsv[1], tc.hsv[2]); got != tc.want {
+			t.Errorf("Contains(%v) = %v, want %v", tc.hsv, got, tc.want)
+		}
+	}
+	empty := Range{Lower: [3]uint8{100, 0, 0}, Upper: [3]uint8{50, 255, 255}}
+	if empty.Contains(75, 100, 100) {
+		t.Error("an empty hue interval contains a colour")
+	}
+}
+
+func TestAndDepth(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		lo, hi uint16
+		depth  []uint16
+		want   []byte
+	}{
+		{"bridge 0–1000", BridgeDepthMin, BridgeDepthMax,
+			[]uint16{0, 1, 999, 1000, 1001, 65535},
+			[]byte{255, 255, 255, 255, 0, 0}},
+		{"emioapi default 2–430", 2, 430,
+			[]uint16{0, 1, 2, 3, 429, 430, 431},
+			[]byte{0, 0, 255, 255, 255, 255, 0}},
+		{"empty", 10, 5,
+			[]uint16{4, 5, 7, 10, 11},
+			[]byte{0, 0, 0, 0, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mask := make([]byte, len(tc.depth))
+			for i := range mask {
+				mask[i] = 255
+			}
+			if err := AndDepth(mask, tc.depth, len(mask), 1, tc.lo, tc.hi); err != nil {
+				t.Fatal(err)
+			}
+			if string(mask) != string(tc.want) {
+				t.Errorf("mask %v, want %v", mask, tc.want)
+			}
+		})
+	}
+	// A cleared pixel stays cleared.
+	mask := []byte{0}
+	if err := AndDepth(mask, []uint16{500}, 1, 1, 0, 1000); err != nil || mask[0] != 0 {
+		t.Errorf("AndDepth set a cleared pixel: %v %v", mask, err)
+	}
+}
+
+func TestMaskErrors(t *testing.T) {
+	c := NewHSV()
+	thr := NewThreshold(c, DefaultRange())
+	r := DefaultRange()
+	for _, tc := range []struct {
+		name    string
+		run     func() error
+		mention string
+	}{
+		{"InRange short HSV", func() error { return InRange(make([]byte, 4), make([]byte, 11), 2, 2, r) }, "HSV buffer of 11 bytes"},
+		{"InRange short mask", func() error { return InRange(make([]byte, 3), make([]byte, 12), 2, 2, r) }, "mask buffer of 3 bytes"},
+		{"InRange zero height", func() error { return InRange(nil, nil, 2, 0, r) }, "height 0"},
+		{"AndDepth short depth", func() error { return AndDepth(make([]byte, 4), make([]uint16, 3), 2, 2, 0, 1) }, "depth buffer of 3 values"},
+		{"AndDepth short mask", func() error { return AndDepth(make([]byte, 2), make([]uint16, 4), 2, 2, 0, 1) }, "mask buffer of 2 bytes"},
+		{"Threshold short BGR", func() error { return thr.Mask(make([]byte, 4), make([]byte, 5), make([]uint16, 4), 2, 2, 0, 1) }, "BGR buffer of 5 bytes"},
+		{"Threshold short depth", func() error { return thr.Mask(make([]byte, 4), make([]byte, 12), make([]uint16, 1), 2, 2, 0, 1) }, "depth buffer of 1 values"},
+		{"Threshold short mask", func() error { return thr.Mask(make([]byte, 1), make([]byte, 12), make([]uint16, 4), 2, 2, 0, 1) }, "mask buffer of 1 bytes"},
+		{"Threshold negative width", func() error { return thr.Mask(nil, nil, nil, -1, 2, 0, 1) }, "width -1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.run()
+			if !errors.Is(err, ErrSize) {
+				t.Fatalf("error %v, want ErrSize", err)
+			}
+			if msg := err.Error(); !strings.HasPrefix(msg, "tracker: ") || !strings.Contains(msg, tc.mention) {
+				t.Errorf("error %q does not start with %q and name %q", msg, "tracker: ", tc.mention)
+			}
+		})
+	}
+}
+
+// TestThresholdMatchesStages checks the fused table against Convert, InRange
+// and AndDepth on random images and several ranges.
+func TestThresholdMatchesStages(t *testing.T) {
+	c := NewHSV()
+	rng := rand.New(rand.NewPCG(1, 2))
+	const w, h = 97, 31
+	bgr := make([]byte, 3*w*h)
+	depth := make([]uint16, w*h)
+	hsv := make([]byte, len(bgr))
+	want := make([]byte, w*h)
+	got := make([]byte, w*h)
+	for _, r := range []Range{
+		DefaultRange(),
+		{Lower: [3]uint8{0, 0, 0}, Upper: [3]uint8{179, 255, 255}},
+		{Lower: [3]uint8{170, 50, 50}, Upper: [3]uint8{179, 200, 220}},
+		{Lower: [3]uint8{100, 0, 0}, Upper: [3]uint8{50, 255, 255}},
+	} {
+		thr := NewThreshold(c, r)
+		if thr.Range() != r {
+			t.Fatalf("Range() = %v, want %v", thr.Range(), r)
+		}
+		for i := range bgr {
+			bgr[i] = byte(rng.UintN(256))
+		}
+		for i := range depth {
+			depth[i] = uint16(rng.UintN(1200))
+		}
+		if err := c.Convert(hsv, bgr, w, h); err != nil {
+			t.Fatal(err)
+		}
+		if err := InRange(want, hsv, w, h, r); err != nil {
+			t.Fatal(err)
+		}
+		if err := AndDepth(want, depth, w, h, 2, 1000); err != nil {
+			t.Fatal(err)
+		}
+		if err := thr.Mask(got, bgr, depth, w, h, 2, 1000); err != nil {
+			t.Fatal(err)
+		}
+		sameBytes(t, "fused mask", got, want, w, 1)
+	}
+}
+
+func TestMaskAllocs(t *testing.T) {
+	c := NewHSV()
+	thr := NewThreshold(c, DefaultRange())
+	const w, h = 64, 48
+	bgr := make([]byte, 3*w*h)
+	hsv := make([]byte, 3*w*h)
+	depth := make([]uint16, w*h)
+	mask := make([]byte, w*h)
+	r := DefaultRange()
+	for name, f := range map[string]func(){
+		"InRange":   func() { _ = InRange(mask, hsv, w, h, r) },
+		"AndDepth":  func() { _ = AndDepth(mask, depth, w, h, 0, 1000) },
+		"Threshold": func() { _ = thr.Mask(mask, bgr, depth, w, h, 0, 1000) },
+	} {
+		if a := testing.AllocsPerRun(10, f); a != 0 {
+			t.Errorf("%s: %v allocations", name, a)
+		}
+	}
+}
