@@ -212,15 +212,17 @@ func (h Histogram) Stats() Stats {
 	}
 	var s Stats
 	if h.Overflows > 0 {
-		// An overflow is at least the histogram's range.
+		// An overflow is at least the histogram's range: count it there, so
+		// the mean stays between the minimum and the maximum.
 		last = len(h.Counts)
 		if first < 0 {
 			first = last
 		}
+		sum += float64(len(h.Counts)) * float64(h.Overflows)
 	}
 	s.Min, s.Max = us(first), us(last)
-	if counted > 0 {
-		s.Mean = time.Duration(math.Round(sum / float64(counted) * float64(time.Microsecond)))
+	if n := counted + h.Overflows; n > 0 {
+		s.Mean = time.Duration(math.Round(sum / float64(n) * float64(time.Microsecond)))
 	}
 	if h.HasSummary {
 		s.Max = max(s.Max, h.Max)
