@@ -271,11 +271,8 @@ func cmdPartner(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	defer p.Close()
 	fmt.Fprintf(stdout, "partner: listening on %v (accepting %s), replying to %v from %v, %s controller\n",
 		p.Addr(), orDefault(*accept, "any source"), ra, p.ReplyAddr(), orDefault(spec.Kind, "hold"))
-	if *duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *duration)
-		defer cancel()
-	}
+	ctx, cancel := withDuration(ctx, *duration)
+	defer cancel()
 	err = p.Serve(ctx)
 	st := p.Stats()
 	fmt.Fprintf(stdout, "partner: received %d, replied %d, handshakes %d, dropped %d, faulted %d, last seq %d\n",

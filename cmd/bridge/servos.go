@@ -257,11 +257,8 @@ func cmdSimServos(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stdout, "linked at %s\n", *link)
 	}
 	fmt.Fprintln(stdout, "open it with any Dynamixel software; Ctrl-C stops")
-	if *duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *duration)
-		defer cancel()
-	}
+	ctx, cancel := withDuration(ctx, *duration)
+	defer cancel()
 	err = pt.Serve(ctx)
 	st := bus.Stats()
 	fmt.Fprintf(stdout, "served %d instruction(s), %d repl(ies), %d corrupt, %d garbage byte(s)\n", st.Packets, st.Replies, st.Corrupt, st.Garbage)

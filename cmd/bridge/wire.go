@@ -485,11 +485,8 @@ func sumDrops(st udp.MasterStats) uint64 {
 // serve runs the app until ctx is done (or duration elapses when > 0), with a
 // live status view on a terminal.
 func (a *app) serve(ctx context.Context, stdout io.Writer, duration time.Duration) error {
-	if duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, duration)
-		defer cancel()
-	}
+	ctx, cancel := withDuration(ctx, duration)
+	defer cancel()
 	var wg sync.WaitGroup
 	viewCtx, stopView := context.WithCancel(ctx)
 	if isTerminal(stdout) {
@@ -575,4 +572,12 @@ func (a *app) systemd(ctx context.Context) {
 		a.logger.Warn("systemd watchdog failed", "err", err)
 	}
 	a.notify.Stopping()
+}
+
+// withDuration bounds ctx by d when d > 0 (the -duration flags).
+func withDuration(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d > 0 {
+		return context.WithTimeout(ctx, d)
+	}
+	return context.WithCancel(ctx)
 }
