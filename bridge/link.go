@@ -116,6 +116,14 @@ func NewLink(cfg LinkConfig, plant Plant, ex Exchanger, clock *realtime.Clock,
 	if plant == nil || ex == nil || clock == nil {
 		return nil, fmt.Errorf("bridge: link %q: plant, exchanger and clock are required: %w", cfg.Name, ErrConfig)
 	}
+	// A measurement of another length would never be sent (the datagram
+	// size is fixed): refuse the wiring instead of timing out forever.
+	if s, ok := ex.(interface{ Lens() (measure, command int) }); ok {
+		if m, c := s.Lens(); m != plant.MeasureLen() || c != plant.CommandLen() {
+			return nil, fmt.Errorf("bridge: link %q: the exchanger carries %d measured and %d command values, the plant %d and %d: %w",
+				cfg.Name, m, c, plant.MeasureLen(), plant.CommandLen(), ErrConfig)
+		}
+	}
 	if n := plant.CommandLen(); len(cfg.Limits) != n {
 		return nil, fmt.Errorf("bridge: link %q: %d limits for %d commands: %w", cfg.Name, len(cfg.Limits), n, ErrConfig)
 	}

@@ -3,6 +3,7 @@ package bridge_test
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"math"
 	"net"
 	"net/netip"
@@ -459,5 +460,24 @@ func TestOneDatagramPerTick(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	if got := r.partner.Stats().Received - before; got != 50 {
 		t.Errorf("%d datagrams for 50 ticks", got)
+	}
+}
+
+// A plant whose vectors do not fit the datagrams is refused at wiring time.
+func TestLinkRefusesMismatchedLengths(t *testing.T) {
+	clock := realtime.NewClock()
+	mc := udp.DefaultMasterConfig(2) // 10 measured values
+	mc.Remote, mc.Bind, mc.Listen = netip.AddrPortFrom(lo, 9), netip.AddrPortFrom(lo, 0), netip.AddrPortFrom(lo, 0)
+	m, err := udp.NewMaster(mc, clock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	plant, _ := sim.NewMotors(sim.DefaultEmio(), clock) // 7 measured values
+	lim := []bridge.Limit{{Min: -1, Max: 1}, {Min: -1, Max: 1}, {Min: -1, Max: 1}, {Min: -1, Max: 1}}
+	_, err = bridge.NewLink(bridge.LinkConfig{Name: "x", Loop: bridge.LoopConfig{Period: time.Millisecond, CPU: -1}, Limits: lim},
+		plant, m, clock, nil, nil, nil)
+	if !errors.Is(err, bridge.ErrConfig) || !strings.Contains(err.Error(), "10 measured and 4 command values, the plant 7 and 4") {
+		t.Fatalf("%v", err)
 	}
 }

@@ -217,6 +217,9 @@ func (m *Master) LocalAddr() (netip.AddrPort, error) { return m.tx.localAddr() }
 // ListenAddr returns the bound address replies arrive on.
 func (m *Master) ListenAddr() (netip.AddrPort, error) { return m.rx.localAddr() }
 
+// Lens returns the payload lengths of measurements and commands.
+func (m *Master) Lens() (measure, command int) { return m.cfg.MeasureLen, m.cfg.CommandLen }
+
 // Config returns the master's configuration.
 func (m *Master) Config() MasterConfig { return m.cfg }
 
