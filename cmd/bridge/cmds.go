@@ -10,8 +10,11 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	defaultconfig "github.com/labbridge/bridge"
@@ -197,7 +200,7 @@ func cmdPartner(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	reorder := fs.Float64("reorder", 0, "fault: probability of swapping a reply with the next")
 	wrong := fs.Float64("wrong-size", 0, "fault: probability of a reply one value short or long")
 	replyDelay := fs.Duration("reply-delay", 0, "fault: delay every reply by this much")
-	seed := fs.Uint64("seed", 1, "fault: random seed")
+	seed := fs.Uint64("seed", 1, "fault: random seed (SIGUSR1 pauses/resumes replies, SIGUSR2 restarts the model)")
 	duration := fs.Duration("duration", 0, "stop after this long (0 = until SIGINT/SIGTERM)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -256,10 +259,9 @@ func cmdPartner(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	var faults *udp.Faults
-	if *drop > 0 || *dup > 0 || *reorder > 0 || *wrong > 0 || *replyDelay > 0 {
-		faults = &udp.Faults{Drop: *drop, Duplicate: *dup, Reorder: *reorder, WrongSize: *wrong, Delay: *replyDelay, Seed: *seed}
-	}
+	// Always present, so that SIGUSR1 can pause the partner like a stopped
+	// Simulink model.
+	faults := &udp.Faults{Drop: *drop, Duplicate: *dup, Reorder: *reorder, WrongSize: *wrong, Delay: *replyDelay, Seed: *seed}
 	logger := newLogger(bridge.ServiceConfig{LogLevel: "info", LogFormat: "auto"}, stderr)
 	p, err := udp.NewPartner(udp.PartnerConfig{
 		Listen: la, Accept: aa, ReplyTo: ra, MeasureLen: 3**nbMarkers + *motors, CommandLen: *motors,
@@ -273,7 +275,36 @@ func cmdPartner(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		p.Addr(), orDefault(*accept, "any source"), ra, p.ReplyAddr(), orDefault(spec.Kind, "hold"))
 	ctx, cancel := withDuration(ctx, *duration)
 	defer cancel()
+	// SIGUSR1 pauses or resumes the replies, SIGUSR2 restarts the model:
+	// the faults of a Simulink session, on demand.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGUSR2)
+	defer signal.Stop(sigs)
+	var wg sync.WaitGroup
+	sigCtx, stopSigs := context.WithCancel(ctx)
+	wg.Go(func() {
+		for {
+			select {
+			case <-sigCtx.Done():
+				return
+			case s := <-sigs:
+				switch {
+				case s == syscall.SIGUSR2:
+					p.Restart()
+					fmt.Fprintln(stdout, "partner: restarted")
+				case faults.Paused():
+					faults.Resume()
+					fmt.Fprintln(stdout, "partner: resumed")
+				default:
+					faults.Pause()
+					fmt.Fprintln(stdout, "partner: paused (SIGUSR1 again resumes)")
+				}
+			}
+		}
+	})
 	err = p.Serve(ctx)
+	stopSigs()
+	wg.Wait()
 	st := p.Stats()
 	fmt.Fprintf(stdout, "partner: received %d, replied %d, handshakes %d, dropped %d, faulted %d, last seq %d\n",
 		st.Received, st.Replied, st.Handshakes, st.Dropped, st.Faulted, st.LastSeq)

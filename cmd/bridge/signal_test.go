@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/binary"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -65,5 +68,73 @@ func TestSIGTERMStopsCleanly(t *testing.T) {
 	}
 	if !strings.Contains(errb.String(), `"to":"stopped"`) || !strings.Contains(out.String(), "emio") {
 		t.Errorf("no clean stop:\n%s\n%s", out.String(), errb.String())
+	}
+}
+
+// bridge partner pauses on SIGUSR1 like a stopped Simulink model, and
+// answers again after the second one.
+func TestPartnerPausesOnSIGUSR1(t *testing.T) {
+	replies, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer replies.Close()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "BRIDGE_TEST_MAIN=1",
+		"BRIDGE_TEST_ARGS=partner -listen 127.0.0.1:0 -accept 127.0.0.1:0 -reply-to "+replies.LocalAddr().String()+" -controller constant -u 0.1,0.2,0.3,0.4")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }()
+	lines := bufio.NewScanner(out)
+	next := func() string {
+		if !lines.Scan() {
+			t.Fatalf("partner output ended: %v", lines.Err())
+		}
+		return lines.Text()
+	}
+	first := next()
+	f := strings.Fields(first) // "partner: listening on ADDR ..."
+	if len(f) < 4 {
+		t.Fatalf("first line %q", first)
+	}
+	to, err := net.ResolveUDPAddr("udp4", f[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	master, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer master.Close()
+	meas := make([]byte, 64)
+	binary.LittleEndian.PutUint64(meas, math.Float64bits(5))
+	buf := make([]byte, 64)
+	exchange := func(wait time.Duration) bool {
+		master.WriteToUDP(meas, to)
+		replies.SetReadDeadline(time.Now().Add(wait))
+		n, _, err := replies.ReadFromUDP(buf)
+		return err == nil && n == 40
+	}
+	if !exchange(5 * time.Second) {
+		t.Fatal("no reply before the pause")
+	}
+	cmd.Process.Signal(syscall.SIGUSR1)
+	if l := next(); !strings.Contains(l, "paused") {
+		t.Fatalf("after SIGUSR1: %q", l)
+	}
+	if exchange(300 * time.Millisecond) {
+		t.Fatal("a paused partner replied")
+	}
+	cmd.Process.Signal(syscall.SIGUSR1)
+	if l := next(); !strings.Contains(l, "resumed") {
+		t.Fatalf("after the second SIGUSR1: %q", l)
+	}
+	if !exchange(5 * time.Second) {
+		t.Fatal("no reply after resuming")
 	}
 }
