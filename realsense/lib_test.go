@@ -337,6 +337,9 @@ func TestReadErrors(t *testing.T) {
 }
 
 func TestReadAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts and playback pacing are checked without the race detector (go test ./...)")
+	}
 	needFixture(t)
 	lib := loadLib(t)
 	cam := openPlayback(t, lib, Config{Color: true, Depth: true, Loop: true})

@@ -1,0 +1,5 @@
+//go:build !race
+
+package realsense
+
+const raceEnabled = false
