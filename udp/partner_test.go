@@ -636,40 +636,15 @@ func benchPartner(b *testing.B, lock bool) (master, replies *net.UDPConn, to net
 	return master, replies, p.Addr()
 }
 
-func BenchmarkPartnerRoundTrip(b *testing.B) {
-	for _, lock := range []bool{false, true} {
-		name := "unlocked"
-		if lock {
-			name = "locked"
-		}
-		b.Run(name, func(b *testing.B) {
-			master, replies, to := benchPartner(b, lock)
-			in := ptDatagram(1, 0, 0, 0, 1, 1, 1, 1)
-			buf := make([]byte, 64)
-			rtt := make([]time.Duration, 0, max(b.N, 1))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				t0 := time.Now()
-				if _, err := master.WriteToUDPAddrPort(in, to); err != nil {
-					b.Fatal(err)
-				}
-				if _, _, err := replies.ReadFromUDPAddrPort(buf); err != nil {
-					b.Fatal(err)
-				}
-				rtt = append(rtt, time.Since(t0))
-			}
-			b.StopTimer()
-			slices.Sort(rtt)
-			b.ReportMetric(float64(rtt[len(rtt)/2].Nanoseconds()), "p50-ns")
-			b.ReportMetric(float64(rtt[len(rtt)*99/100].Nanoseconds()), "p99-ns")
-		})
-	}
-}
+func BenchmarkPartnerRoundTrip(b *testing.B) { benchRoundTrip(b, 0) }
 
 // BenchmarkPartnerAt1kHz paces exchanges at 1 kHz, the rate of the latency
 // target, since an idle partner wakes up more slowly than a busy one.
-func BenchmarkPartnerAt1kHz(b *testing.B) {
+func BenchmarkPartnerAt1kHz(b *testing.B) { benchRoundTrip(b, time.Millisecond) }
+
+// benchRoundTrip times master → partner → master round trips, one every
+// pace (0: back to back), with the receive goroutine unlocked and locked.
+func benchRoundTrip(b *testing.B, pace time.Duration) {
 	for _, lock := range []bool{false, true} {
 		name := "unlocked"
 		if lock {
@@ -681,10 +656,13 @@ func BenchmarkPartnerAt1kHz(b *testing.B) {
 			buf := make([]byte, 64)
 			rtt := make([]time.Duration, 0, max(b.N, 1))
 			next := time.Now()
+			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				next = next.Add(time.Millisecond)
-				for time.Now().Before(next) { // spin: Go timers wake in whole ms
+				if pace > 0 {
+					next = next.Add(pace)
+					for time.Now().Before(next) { // spin: Go timers wake in whole ms
+					}
 				}
 				t0 := time.Now()
 				if _, err := master.WriteToUDPAddrPort(in, to); err != nil {
