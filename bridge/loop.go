@@ -36,6 +36,22 @@ type LoopConfig struct {
 	// it took p50 lateness from ≈ 50 to ≈ 20 µs (the idle vCPU polls
 	// instead of halting).
 	DMALatency bool
+	// Trigger, when set, paces the loop on external events instead of the
+	// grid: clock = "camera" ticks on each camera frame, as emioapi's motor
+	// process waits for the camera's frame event. Unlike emioapi, a camera
+	// that stops does not stop the link: when no event comes within 1.5
+	// periods the tick runs anyway (counted in Missed), and the loop goes on
+	// at Period until events return.
+	Trigger Trigger
+}
+
+// Trigger is an event source that a loop can tick on, such as a
+// *realtime.Event signalled by the camera goroutine for every frame.
+type Trigger interface {
+	// WaitUntil blocks until the trigger fires or CLOCK_MONOTONIC reaches
+	// deadline (ns). It returns how many events fired since the last call
+	// (0 on timeout) and when the newest one happened. It must not allocate.
+	WaitUntil(deadline int64) (n uint64, at int64, err error)
 }
 
 // Validate reports the first invalid field. Errors wrap ErrConfig and name
@@ -50,6 +66,9 @@ func (c LoopConfig) Validate() error {
 	case c.Spin < 0 || c.Spin >= c.Period:
 		return fmt.Errorf("bridge: loop spin %v: %w (want 0 (off) up to less than the period %v)",
 			c.Spin, ErrConfig, c.Period)
+	case c.Spin > 0 && c.Trigger != nil:
+		return fmt.Errorf("bridge: loop spin %v: %w (a loop paced by camera frames cannot spin to a deadline; want 0)",
+			c.Spin, ErrConfig)
 	}
 	if err := c.threadConfig().Validate(); err != nil {
 		// Only the CPU is left to be wrong; say so in the loop's terms.
@@ -76,6 +95,9 @@ type TickInfo struct {
 	Next     int64  // the next tick's deadline, ns: work must finish before it
 	Wake     int64  // when the loop woke, ns
 	Skipped  int    // whole periods skipped just before this tick (overrun)
+	// Missed is true, on a loop paced by a Trigger, when this tick runs
+	// because no event came in time.
+	Missed bool
 }
 
 // LoopObserver records timing from the loop thread. Its methods run inside
@@ -98,6 +120,7 @@ type Loop struct {
 
 	ticks    atomic.Uint64
 	overruns atomic.Uint64
+	missed   atomic.Uint64
 	serving  atomic.Bool
 	stop     atomic.Bool
 	warnings atomic.Pointer[[]error]
@@ -167,8 +190,13 @@ func (l *Loop) Period() time.Duration { return l.cfg.Period }
 // advances.
 func (l *Loop) Ticks() uint64 { return l.ticks.Load() }
 
-// Overruns returns the number of whole periods skipped so far.
+// Overruns returns the number of whole periods skipped so far (on a
+// triggered loop: events that came while a tick ran and were merged).
 func (l *Loop) Overruns() uint64 { return l.overruns.Load() }
+
+// Missed returns, on a loop paced by a Trigger, how many ticks ran because no
+// event came in time.
+func (l *Loop) Missed() uint64 { return l.missed.Load() }
 
 // SetupWarnings returns the thread set-up steps that the current or last
 // Serve could not apply (each a *realtime.SetupError), or nil. They are set
@@ -260,6 +288,9 @@ func (l *Loop) run(tick func(*TickInfo)) (err error) {
 	}()
 
 	st := loopState{next: l.timer.now() + l.period}
+	if l.cfg.Trigger != nil {
+		st.next += l.period / 2
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			err = &TickPanicError{Tick: st.n, Value: r, Stack: debug.Stack()}
@@ -276,6 +307,9 @@ func (l *Loop) run(tick func(*TickInfo)) (err error) {
 // step runs one iteration: sleep to the deadline, tick, observe, advance the
 // grid. It must not allocate.
 func (l *Loop) step(st *loopState, tick func(*TickInfo)) error {
+	if l.cfg.Trigger != nil {
+		return l.stepTriggered(st, tick)
+	}
 	if l.spin > 0 {
 		if err := l.timer.sleepUntil(st.next - l.spin); err != nil {
 			return err
@@ -302,6 +336,44 @@ func (l *Loop) step(st *loopState, tick func(*TickInfo)) error {
 		st.skipped = int(k)
 		l.overruns.Add(uint64(k))
 		l.obs.ObserveOverrun(int(k))
+	}
+	return nil
+}
+
+// stepTriggered runs one iteration of a loop paced by its Trigger: wait for
+// the event (or the fallback deadline), tick, observe. Lateness is the time
+// from the event to the wake-up. It must not allocate.
+func (l *Loop) stepTriggered(st *loopState, tick func(*TickInfo)) error {
+	n, at, err := l.cfg.Trigger.WaitUntil(st.next)
+	if err != nil {
+		return err
+	}
+	wake := l.timer.now()
+	deadline, missed, skipped := st.next, n == 0, 0
+	if !missed {
+		deadline = min(at, wake)
+		if n > 1 {
+			// Events merged while the last tick ran: like skipped periods,
+			// they are counted, never replayed as a burst.
+			skipped = int(n - 1)
+			l.overruns.Add(n - 1)
+			l.obs.ObserveOverrun(skipped)
+		}
+	} else {
+		l.missed.Add(1)
+	}
+	st.info = TickInfo{N: st.n, Deadline: deadline, Next: deadline + l.period, Wake: wake, Skipped: skipped, Missed: missed}
+	tick(&st.info)
+	end := l.timer.now()
+	l.obs.ObserveTick(wake-deadline, end-wake)
+	st.n++
+	l.ticks.Add(1)
+	// The next event is due a period after this one; half a period more
+	// tolerates camera jitter. Without events, tick at the period.
+	if missed {
+		st.next = max(deadline+l.period, end)
+	} else {
+		st.next = deadline + l.period + l.period/2
 	}
 	return nil
 }
