@@ -76,6 +76,9 @@ func exported(t *testing.T) map[string]bool {
 	if _, err := set.Link("emio", time.Second/30); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := set.Camera("emio", time.Second/30); err != nil {
+		t.Fatal(err)
+	}
 	fams, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
