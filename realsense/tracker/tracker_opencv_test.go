@@ -1,0 +1,215 @@
+package tracker
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// emioCore is the core of emioapi's DepthCamera.process_frame with OpenCV
+// and numpy: HSV threshold, depth threshold, opening, external contours,
+// area filter, centroid, depth (or the median inside the filled contour),
+// deprojection with the depth intrinsics and the calibrated pose.
+const emioCore = `
+import json, sys
+import cv2
+import numpy as np
+d = sys.argv[1]
+cfg = json.load(open(d + "/cfg.json"))
+w, h = cfg["w"], cfg["h"]
+frame = np.fromfile(d + "/bgr.bin", dtype=np.uint8).reshape(h, w, 3)
+depth = np.fromfile(d + "/depth.bin", dtype="<u2").reshape(h, w)
+p = cfg["params"]
+hsv = cv2.cvtColor(frame, cv2.COLOR_BGR2HSV)
+mask = cv2.inRange(hsv, np.array([p["hue_l"], p["sat_l"], p["value_l"]]), np.array([p["hue_h"], p["sat_h"], p["value_h"]]))
+dmask = cv2.inRange(depth, cfg["dmin"], cfg["dmax"])
+mask = cv2.bitwise_and(mask, dmask)
+e = p["erosion_size"]
+if e > 0:
+    k = cv2.getStructuringElement(cv2.MORPH_RECT, (2 * e + 1, 2 * e + 1), (e, e))
+    mask = cv2.erode(mask, k, iterations=3)
+    mask = cv2.dilate(mask, k, iterations=3)
+contours, _ = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
+ppx, ppy, fx, fy = cfg["ppx"], cfg["ppy"], cfg["fx"], cfg["fy"]
+R = np.array(cfg["R"]).reshape(3, 3)
+t = np.array(cfg["T"])
+out = []
+for c in contours:
+    area = cv2.contourArea(c)
+    if area > p["area"]:
+        M = cv2.moments(c)
+        if M["m00"] != 0:
+            cx, cy = int(M["m10"] / M["m00"]), int(M["m01"] / M["m00"])
+        else:
+            cx, cy = 0, 0
+        dz = depth[cy, cx]
+        if dz == 0:
+            cm = np.zeros(mask.shape, np.uint8)
+            cv2.drawContours(cm, [c], -1, 255, -1)
+            vals = depth[(cm == 255) & (depth > 0)]
+            dz = np.median(vals) if len(vals) else 0
+        dz = float(dz)
+        pc = np.array([(cx - ppx) / fx * dz, (cy - ppy) / fy * dz, dz])
+        pw = R @ pc
+        pw += t
+        out.append({"px": cx, "py": cy, "area": area, "depth": dz, "camera": pc.tolist(), "world": pw.tolist()})
+print(json.dumps({"contours": len(contours), "markers": out}))
+`
+
+type cvMarker struct {
+	PX, PY int
+	Area   float64
+	Depth  float64
+	Camera [3]float64
+	World  [3]float64
+}
+
+// TestTrackerOpenCV runs the same frames through Process and through
+// emioapi's OpenCV code: markers must agree bit for bit (World within 1e-9).
+func TestTrackerOpenCV(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	if err := exec.Command("python3", "-c", "import cv2, numpy").Run(); err != nil {
+		t.Skip("needs python3 with OpenCV: pip install opencv-python-headless numpy")
+	}
+	ring := cleanScene(640, 480)
+	// A ring marker whose centroid falls in its hole, where depth is zero:
+	// the median must count the hole's depths (drawContours fills it).
+	ring.disks = append(ring.disks,
+		synthDisk{cx: 450, cy: 300, r: 25, bgr: markerBGR, depth: 600},
+		synthDisk{cx: 450, cy: 300, r: 10, bgr: [3]byte{90, 90, 90}, depth: 640, hole: true})
+	// A diagonal stroke and an L: thin and diagonal contour parts.
+	for i := range 60 {
+		ring.disks = append(ring.disks, synthDisk{cx: 40 + i, cy: 250 + i, r: 1, bgr: markerBGR, depth: 700, hole: i == 30})
+	}
+	for _, tc := range []struct {
+		name    string
+		sc      synthScene
+		erosion int
+		zero    bool // zero the depth at every centroid: all medians
+	}{
+		{"clean", cleanScene(640, 480), 0, false},
+		{"clean-e1", cleanScene(640, 480), 1, false},
+		{"noisy", noisyScene(640, 480), 0, false},
+		{"noisy-medians", noisyScene(640, 480), 0, true},
+		{"noisy-e1", noisyScene(640, 480), 1, false},
+		{"noisy-e2", noisyScene(640, 480), 2, true},
+		{"ring", ring, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bgr, depth := tc.sc.render()
+			cfg := testConfig(Top, 4)
+			cfg.Params.Erosion = tc.erosion
+			if tc.name == "noisy" || tc.name == "noisy-medians" {
+				cfg.Params.Area = 10 // more markers, of irregular shapes
+			}
+			tr := newTestTracker(t, cfg)
+			res, err := tr.Process(bgr, depth)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.zero {
+				for _, m := range res.Markers {
+					depth[m.PY*640+m.PX] = 0
+				}
+				if res, err = tr.Process(bgr, depth); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, contours := runEmioCore(t, cfg, bgr, depth)
+			if res.Contours != contours || len(res.Markers) != len(want) {
+				t.Fatalf("%d contours, %d markers; OpenCV %d, %d", res.Contours, len(res.Markers), contours, len(want))
+			}
+			medians := 0
+			for i, m := range res.Markers {
+				o := want[i]
+				if m.PX != o.PX || m.PY != o.PY || m.Area != o.Area || m.DepthMM != o.Depth || m.Camera != o.Camera {
+					t.Errorf("marker %d: %+v\nOpenCV     %+v", i, m, o)
+				}
+				for c := range 3 {
+					if math.Abs(m.World[c]-o.World[c]) > 1e-9 {
+						t.Errorf("marker %d world %v, numpy %v", i, m.World, o.World)
+					}
+				}
+				if depth[m.PY*640+m.PX] == 0 {
+					medians++
+				}
+			}
+			if tc.zero && medians != len(want) {
+				t.Errorf("%d of %d markers took the median path", medians, len(want))
+			}
+			if tc.name == "clean" || tc.name == "clean-e1" || tc.name == "ring" {
+				if medians == 0 {
+					t.Error("no marker took the median path")
+				}
+			}
+			t.Logf("%d contours, %d markers, %d median depths", contours, len(want), medians)
+		})
+	}
+}
+
+func runEmioCore(t *testing.T, cfg Config, bgr []byte, depth []uint16) ([]cvMarker, int) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "bgr.bin"), bgr, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db := make([]byte, 2*len(depth))
+	for i, v := range depth {
+		binary.LittleEndian.PutUint16(db[2*i:], v)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "depth.bin"), db, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := cfg.Params
+	j, err := json.Marshal(map[string]any{
+		"w": cfg.Width, "h": cfg.Height, "dmin": cfg.DepthMin, "dmax": cfg.DepthMax,
+		"params": map[string]any{
+			"hue_l": p.HueL, "hue_h": p.HueH, "sat_l": p.SatL, "sat_h": p.SatH,
+			"value_l": p.ValueL, "value_h": p.ValueH, "erosion_size": p.Erosion, "area": p.Area,
+		},
+		"ppx": cfg.Intrinsics.PPX, "ppy": cfg.Intrinsics.PPY, "fx": cfg.Intrinsics.FX, "fy": cfg.Intrinsics.FY,
+		"R": cfg.Pose.R[:], "T": cfg.Pose.T[:],
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cfg.json"), j, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "python3", "-c", emioCore, dir)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("python: %v", err)
+	}
+	var r struct {
+		Contours int
+		Markers  []struct {
+			PX, PY int
+			Area   float64
+			Depth  float64
+			Camera []float64
+			World  []float64
+		}
+	}
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("python output: %v", err)
+	}
+	ms := make([]cvMarker, len(r.Markers))
+	for i, m := range r.Markers {
+		ms[i] = cvMarker{PX: m.PX, PY: m.PY, Area: m.Area, Depth: m.Depth}
+		copy(ms[i].Camera[:], m.Camera)
+		copy(ms[i].World[:], m.World)
+	}
+	return ms, r.Contours
+}
