@@ -58,12 +58,45 @@ type LinkFile struct {
 	Margin Duration `toml:"window_margin"`
 	// Side and Sort are emioapi's marker frame (top, front, plan) and order
 	// (y, z), used by the camera tracker.
-	Side    string      `toml:"side"`
-	Sort    string      `toml:"sort"`
+	Side string `toml:"side"`
+	Sort string `toml:"sort"`
+	// Clock is what paces the loop: "timer" (its own absolute deadlines) or
+	// "camera" (each camera frame, as emioapi does).
+	Clock   string      `toml:"clock"`
 	Loop    LoopFile    `toml:"loop"`
 	UDP     UDPFile     `toml:"udp"`
 	Plant   PlantFile   `toml:"plant"`
+	Camera  CameraFile  `toml:"camera"`
 	Partner PartnerFile `toml:"partner"`
+}
+
+// CameraFile is [link.camera]: where the markers of the measurement come
+// from. Kind "none" takes them from the plant's own marker model (or zeros);
+// "sim" is the virtual lab's camera rendering the simulated robot for the
+// real tracker; "realsense" is a RealSense camera.
+type CameraFile struct {
+	Kind string `toml:"kind"`
+	// Serial selects a RealSense camera; "" = the first one.
+	Serial string `toml:"serial"`
+	// Playback plays a RealSense .bag recording in a loop instead of a
+	// camera (kind = "realsense"): a recorded session replayed offline.
+	Playback string `toml:"playback"`
+	Width    int    `toml:"width"`
+	Height   int    `toml:"height"`
+	FPS      int    `toml:"fps"`
+	// DepthMin and DepthMax are the depth range in mm; emioapi's bridge uses
+	// 0 and 1000.
+	DepthMin *int `toml:"depth_min"`
+	DepthMax *int `toml:"depth_max"`
+	// Params and Calibration are emioapi's cameraparameter.json and
+	// camera_2d_points.csv; "" = ~/.config/emioapi/<file> when present, else
+	// emioapi's defaults (sim: the virtual camera's own calibration).
+	Params      string `toml:"params"`
+	Calibration string `toml:"calibration"`
+	// SaveFrames is a directory where frames are saved as PNG every
+	// SaveEvery frames, for `bridge track`; "" = off.
+	SaveFrames string `toml:"save_frames"`
+	SaveEvery  int    `toml:"save_every"`
 }
 
 // LoopFile is [link.loop].
@@ -182,6 +215,28 @@ func (c *Config) fillDefaults() {
 		}
 		if l.Sort == "" {
 			l.Sort = "y"
+		}
+		if l.Clock == "" {
+			l.Clock = "timer"
+		}
+		cf := &l.Camera
+		if cf.Kind == "" {
+			cf.Kind = "none"
+		}
+		if cf.Width == 0 && cf.Height == 0 {
+			cf.Width, cf.Height = 640, 480
+		}
+		if cf.FPS == 0 {
+			cf.FPS = int(math.Round(l.RateHz))
+		}
+		if cf.DepthMin == nil {
+			cf.DepthMin = new(0)
+		}
+		if cf.DepthMax == nil {
+			cf.DepthMax = new(1000)
+		}
+		if cf.SaveEvery == 0 {
+			cf.SaveEvery = 30
 		}
 		if l.Loop.CPU == nil {
 			l.Loop.CPU = new(-1)
@@ -325,6 +380,50 @@ func (c *Config) Validate() error {
 		}
 		if l.Sort != "y" && l.Sort != "z" {
 			bad(k+".sort", quote(l.Sort), "y or z")
+		}
+		if l.Clock != "timer" && l.Clock != "camera" {
+			bad(k+".clock", quote(l.Clock), "timer or camera")
+		}
+		cf := &l.Camera
+		switch cf.Kind {
+		case "none", "sim", "realsense":
+		default:
+			bad(k+".camera.kind", quote(cf.Kind), "none, sim or realsense")
+		}
+		if l.Clock == "camera" && cf.Kind == "none" {
+			bad(k+".clock", quote(l.Clock), `"timer" when camera.kind = "none" (no frames to tick on)`)
+		}
+		if l.Clock == "camera" && l.Loop.Spin.Duration != 0 {
+			bad(k+".loop.spin", l.Loop.Spin.Duration, `0 with clock = "camera"`)
+		}
+		if cf.Kind != "none" {
+			if !(cf.Width == 640 && cf.Height == 480) && !(cf.Width == 848 && cf.Height == 480) {
+				bad(k+".camera.width/height", fmt.Sprintf("%dx%d", cf.Width, cf.Height), "640x480 or 848x480")
+			}
+			if cf.FPS != 30 && cf.FPS != 60 && cf.FPS != 90 {
+				bad(k+".camera.fps", cf.FPS, "30, 60 or 90 (the D4xx colour modes)")
+			}
+			if l.Clock == "camera" && math.Abs(l.RateHz-float64(cf.FPS)) > 0.5 {
+				bad(k+".rate_hz", l.RateHz, fmt.Sprintf("the camera fps (%d) with clock = \"camera\"", cf.FPS))
+			}
+			if *l.UDP.NbMarkers < 1 {
+				bad(k+".udp.nb_markers", *l.UDP.NbMarkers, "1..16 with a camera")
+			}
+			if lo, hi := *cf.DepthMin, *cf.DepthMax; lo < 0 || hi > 65535 || lo > hi {
+				bad(k+".camera.depth_min/depth_max", fmt.Sprint(lo, " ", hi), "0 ≤ min ≤ max ≤ 65535 (mm)")
+			}
+			if cf.SaveEvery < 1 {
+				bad(k+".camera.save_every", cf.SaveEvery, "≥ 1 frame")
+			}
+		}
+		if cf.Kind != "none" && l.Plant.Kind != "dynamixel" {
+			bad(k+".camera.kind", quote(cf.Kind), `"none" unless plant.kind = "dynamixel" (the camera joins the Emio's servos)`)
+		}
+		if cf.Kind != "realsense" && cf.Serial != "" {
+			bad(k+".camera.serial", quote(cf.Serial), `kind = "realsense" for a serial`)
+		}
+		if cf.Kind != "realsense" && cf.Playback != "" {
+			bad(k+".camera.playback", quote(cf.Playback), `kind = "realsense" for a recording`)
 		}
 		period := time.Duration(float64(time.Second) / max(l.RateHz, 1))
 		if m := l.Margin.Duration; m < 0 || m >= period {

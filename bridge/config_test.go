@@ -26,6 +26,9 @@ func TestDefaultConfig(t *testing.T) {
 		mc.MeasureLen != 7 || mc.CommandLen != 4 || mc.RecvTimeout != 100*time.Millisecond {
 		t.Errorf("master config %+v", mc)
 	}
+	if l.Clock != "camera" || l.Camera.Kind != "sim" || l.Camera.FPS != 30 || l.Camera.Width != 640 || *l.Camera.DepthMax != 1000 || l.Side != "plan" || l.Sort != "y" {
+		t.Errorf("camera %+v clock %s", l.Camera, l.Clock)
+	}
 	lc := l.LinkConfig()
 	if lc.Apply != ApplyPrevious || lc.Halt != HaltHold || len(lc.Limits) != 4 || lc.Loop.CPU != -1 {
 		t.Errorf("link config %+v", lc)
@@ -38,7 +41,8 @@ func TestConfigDefaultsForMinimalFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := c.Links[0]
-	if l.RateHz != 30 || *l.UDP.NbMarkers != 1 || l.UDP.MaxTimeouts != 3 || l.UDP.MaxDesyncs != 5 || *l.Loop.CPU != -1 {
+	if l.RateHz != 30 || *l.UDP.NbMarkers != 1 || l.UDP.MaxTimeouts != 3 || l.UDP.MaxDesyncs != 5 || *l.Loop.CPU != -1 ||
+		l.Clock != "timer" || l.Camera.Kind != "none" {
 		t.Errorf("defaults %+v", l)
 	}
 }
@@ -59,6 +63,16 @@ func TestConfigErrorsNameKeyAndRange(t *testing.T) {
 		{"", "no [[link]] table"},
 		{"[[link]]\nname = \"a\"\n[link.partner.controller]\nkind = \"pid\"\n", "partner.controller"},
 		{"[[link\n", "bridge: invalid configuration"},
+		{"[[link]]\nname = \"a\"\nclock = \"sundial\"\n", "clock = \"sundial\": want timer or camera"},
+		{"[[link]]\nname = \"a\"\nclock = \"camera\"\n", "clock = \"camera\": want \"timer\" when camera.kind = \"none\""},
+		{"[[link]]\nname = \"a\"\n[link.camera]\nkind = \"kinect\"\n", "camera.kind = \"kinect\": want none, sim or realsense"},
+		{"[[link]]\nname = \"a\"\n[link.camera]\nkind = \"sim\"\n", "camera.kind = \"sim\": want \"none\" unless plant.kind = \"dynamixel\""},
+		{"[[link]]\nname = \"a\"\n[link.plant]\nkind = \"dynamixel\"\n[link.camera]\nkind = \"realsense\"\nwidth = 1280\nheight = 720\n", "camera.width/height = 1280x720: want 640x480 or 848x480"},
+		{"[[link]]\nname = \"a\"\n[link.plant]\nkind = \"dynamixel\"\n[link.camera]\nkind = \"realsense\"\nfps = 45\n", "camera.fps = 45: want 30, 60 or 90"},
+		{"[[link]]\nname = \"a\"\nclock = \"camera\"\n[link.plant]\nkind = \"dynamixel\"\n[link.camera]\nkind = \"realsense\"\nfps = 60\n", "rate_hz = 30: want the camera fps (60)"},
+		{"[[link]]\nname = \"a\"\n[link.plant]\nkind = \"dynamixel\"\n[link.camera]\nkind = \"realsense\"\ndepth_min = 500\ndepth_max = 100\n", "camera.depth_min/depth_max = 500 100"},
+		{"[[link]]\nname = \"a\"\n[link.plant]\nkind = \"dynamixel\"\n[link.camera]\nkind = \"sim\"\nserial = \"123\"\n", "camera.serial = \"123\""},
+		{"[[link]]\nname = \"a\"\n[link.plant]\nkind = \"dynamixel\"\n[link.udp]\nnb_markers = 0\n[link.camera]\nkind = \"sim\"\n", "udp.nb_markers = 0: want 1..16 with a camera"},
 	}
 	for _, c := range cases {
 		_, err := ParseConfig([]byte(c.doc))

@@ -70,7 +70,7 @@ func runConfig(ctx context.Context, cfg *bridge.Config, from string, simulate, e
 
 func allSimulated(cfg *bridge.Config) bool {
 	for _, l := range cfg.Links {
-		if l.Plant.Kind != "sim" && l.Plant.Port != "sim" {
+		if l.Plant.Kind != "sim" && l.Plant.Port != "sim" || l.Camera.Kind == "realsense" {
 			return false
 		}
 	}
@@ -91,8 +91,8 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "%s: ok, %d link(s)\n", from, len(cfg.Links))
 	for _, l := range cfg.Links {
 		mc := l.MasterConfig(l.Plant.Motors)
-		fmt.Fprintf(stdout, "  %s: %g Hz, %s plant of %d motors, %d marker(s), %v -> %v, replies on %v, apply %s, halt %s\n",
-			l.Name, l.RateHz, l.Plant.Kind, l.Plant.Motors, *l.UDP.NbMarkers, mc.Bind, mc.Remote, mc.Listen, l.Apply, l.Halt)
+		fmt.Fprintf(stdout, "  %s: %g Hz (clock %s), %s plant of %d motors, %d marker(s) (camera %s, side %s, sort %s), %v -> %v, replies on %v, apply %s, halt %s\n",
+			l.Name, l.RateHz, l.Clock, l.Plant.Kind, l.Plant.Motors, *l.UDP.NbMarkers, l.Camera.Kind, l.Side, l.Sort, mc.Bind, mc.Remote, mc.Listen, l.Apply, l.Halt)
 	}
 	return nil
 }
@@ -165,13 +165,27 @@ func applyEmioFlags(cfg *bridge.Config, f emioFlags) error {
 	}
 	l := &cfg.Links[0]
 	l.RateHz = float64(f.fps)
+	if l.Camera.Kind != "none" {
+		l.Camera.FPS = f.fps
+	}
+	oldMarkers := *l.UDP.NbMarkers
 	*l.UDP.NbMarkers = f.nbMarkers
 	l.UDP.Remote = netip.AddrPortFrom(ip, uint16(f.remotePort)).String()
 	l.UDP.Listen = netip.AddrPortFrom(netip.IPv4Unspecified(), uint16(f.localPort)).String()
 	l.UDP.Bind = netip.AddrPortFrom(netip.IPv4Unspecified(), uint16(f.bindPort)).String()
 	l.UDP.RecvTimeout.Duration = time.Duration(f.recvTimeout * float64(time.Second))
-	// The marker model of the simulated plant follows nb_markers.
-	if len(l.Plant.Y0) != 3*f.nbMarkers {
+	// The simulated lab follows nb_markers: more markers hang below the
+	// first, 40 mm apart, and move with it; the partner then holds, since
+	// its controller was tuned for the configured markers.
+	if len(l.Plant.Y0) == 3*oldMarkers && len(l.Plant.J) == 3*oldMarkers*l.Plant.Motors && oldMarkers > 0 && f.nbMarkers != oldMarkers {
+		y0, j := l.Plant.Y0[:3], l.Plant.J[:3*l.Plant.Motors]
+		l.Plant.Y0, l.Plant.J = nil, nil
+		for i := range f.nbMarkers {
+			l.Plant.Y0 = append(l.Plant.Y0, y0[0], y0[1]-40*float64(i), y0[2])
+			l.Plant.J = append(l.Plant.J, j...)
+		}
+		l.Partner.Controller = udp.ControllerSpec{Kind: "hold"}
+	} else if len(l.Plant.Y0) != 3*f.nbMarkers {
 		l.Plant.Y0, l.Plant.J = nil, nil
 		l.Partner.Controller = udp.ControllerSpec{Kind: "hold"}
 	}

@@ -132,17 +132,31 @@ func TestSimRuns(t *testing.T) {
 	if !strings.Contains(stderr, `"to":"running"`) {
 		t.Errorf("the link never ran:\n%s", stderr)
 	}
-	// The last status line carries the command; the Jacobian controller
-	// converges to pinv(J)·r = [0.2875 0.1625 0.0375 -0.0875].
-	m := regexp.MustCompile(`cmd \[([^\]]+)\]`).FindStringSubmatch(out)
+	// The last status line carries the command and the tracked markers. The
+	// whole virtual lab ran: simulated servos on a pty, frames rendered from
+	// their positions, the real tracker ("plan" side, the virtual camera's
+	// calibration), UDP to the built-in Jacobian partner. The markers reach
+	// its target y0 + r = (-5, -135, 10) mm, with
+	// sin(q) = pinv(J)·r: q = asin(±0.25) = ±0.2527 on motors 1 and 2.
+	checkVector(t, out, `cmd \[([^\]]+)\]`, []float64{0, 0.2527, -0.2527, 0}, 0.02)
+	checkVector(t, out, `markers \[([^\]]+)\]`, []float64{-5, -135, 10}, 1.5)
+}
+
+// checkVector finds the values of re's group in out and compares them.
+func checkVector(t *testing.T, out, re string, want []float64, tol float64) {
+	t.Helper()
+	m := regexp.MustCompile(re).FindStringSubmatch(out)
 	if m == nil {
-		t.Fatalf("no command in:\n%s", out)
+		t.Fatalf("no %s in:\n%s", re, out)
 	}
-	want := []float64{0.2875, 0.1625, 0.0375, -0.0875}
-	for i, f := range strings.Fields(m[1]) {
+	got := strings.Fields(m[1])
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", m[0], len(got), len(want))
+	}
+	for i, f := range got {
 		v, _ := strconv.ParseFloat(f, 64)
-		if d := v - want[i]; d > 0.02 || d < -0.02 {
-			t.Errorf("motor %d command %v, want %v ± 0.02 (not converged)", i, v, want[i])
+		if d := v - want[i]; d > tol || d < -tol {
+			t.Errorf("%s: value %d is %v, want %v ± %v (not converged)", m[0], i, v, want[i], tol)
 		}
 	}
 }

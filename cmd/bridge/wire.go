@@ -75,6 +75,7 @@ type linkParts struct {
 	plant   bridge.Plant
 	partner *udp.Partner
 	metrics *metrics.Link
+	camera  *linkCamera
 }
 
 // app is a wired bridge: links, supervisor, metrics.
@@ -185,6 +186,12 @@ func wire(cfg *bridge.Config, opts wireOpts, metricsAddr string, logger *slog.Lo
 			a.close()
 			return nil, err
 		}
+		if lp.camera != nil {
+			if err := sup.Add("camera "+lf.Name, lp.camera.cam); err != nil {
+				a.close()
+				return nil, err
+			}
+		}
 		if lp.partner != nil {
 			if err := sup.Add("partner "+lf.Name, lp.partner); err != nil {
 				a.close()
@@ -273,12 +280,32 @@ func (a *app) wireLink(lf *bridge.LinkFile, opts wireOpts, set *metrics.Set, clo
 	}
 	a.closers = append(a.closers, m)
 	lp.master = m
-	plant, openErr, err := a.newPlant(lf, clock, logger)
+	lc, err := a.newCamera(lf, set, clock, logger)
+	if err != nil {
+		return nil, err
+	}
+	lp.camera = lc
+	var markers emio.MarkerSource
+	if lc != nil {
+		markers = lc.cam
+	}
+	plant, openErr, err := a.newPlant(lf, clock, logger, markers)
 	if err != nil {
 		return nil, err
 	}
 	lp.plant = plant
-	l, err := bridge.NewLink(lf.LinkConfig(), plant, m, clock, ml, ml, logger)
+	if lc != nil && lc.sim != nil {
+		for _, ss := range a.simServos {
+			if ss.link == lf.Name {
+				lc.sim.setAngles(servoAngles(ss.bus, ss.ids))
+			}
+		}
+	}
+	lcfg := lf.LinkConfig()
+	if lc != nil && lc.event != nil {
+		lcfg.Loop.Trigger = lc.event
+	}
+	l, err := bridge.NewLink(lcfg, plant, m, clock, ml, ml, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -294,7 +321,7 @@ func (a *app) wireLink(lf *bridge.LinkFile, opts wireOpts, set *metrics.Set, clo
 
 // newPlant builds the plant a link file names. A device that cannot be
 // opened yet is not an error: openErr says why, and the link starts degraded.
-func (a *app) newPlant(lf *bridge.LinkFile, clock *realtime.Clock, logger *slog.Logger) (plant bridge.Plant, openErr, err error) {
+func (a *app) newPlant(lf *bridge.LinkFile, clock *realtime.Clock, logger *slog.Logger, markers emio.MarkerSource) (plant bridge.Plant, openErr, err error) {
 	switch lf.Plant.Kind {
 	case "sim":
 		c := sim.MotorsConfig{
@@ -314,7 +341,7 @@ func (a *app) newPlant(lf *bridge.LinkFile, clock *realtime.Clock, logger *slog.
 		m, err := sim.NewMotors(c, clock)
 		return m, nil, err
 	case "dynamixel":
-		return a.newServos(lf, logger)
+		return a.newServos(lf, logger, markers)
 	}
 	return nil, nil, fmt.Errorf("plant kind %q is not available in this build", lf.Plant.Kind)
 }
@@ -322,7 +349,7 @@ func (a *app) newPlant(lf *bridge.LinkFile, clock *realtime.Clock, logger *slog.
 // newServos builds the Emio plant on Dynamixel servos: real ones on a serial
 // port, or simulated ones on a pseudo-terminal when port = "sim", so that the
 // real serial path runs either way.
-func (a *app) newServos(lf *bridge.LinkFile, logger *slog.Logger) (bridge.Plant, error, error) {
+func (a *app) newServos(lf *bridge.LinkFile, logger *slog.Logger, markers emio.MarkerSource) (bridge.Plant, error, error) {
 	p := &lf.Plant
 	ids := make([]byte, len(p.IDs))
 	for i, id := range p.IDs {
@@ -361,14 +388,14 @@ func (a *app) newServos(lf *bridge.LinkFile, logger *slog.Logger) (bridge.Plant,
 			latency = time.Millisecond
 		}
 		cfg.Open = func() (dynamixel.Port, error) { return dynamixel.OpenSerial(pt.Path(), p.Baud) }
-		if len(p.Y0) == 3*cfg.Markers && len(p.J) == 3*cfg.Markers*len(ids) && cfg.Markers > 0 {
+		if markers == nil && len(p.Y0) == 3*cfg.Markers && len(p.J) == 3*cfg.Markers*len(ids) && cfg.Markers > 0 {
 			lm, err := sim.NewLinearMarkers(p.Y0, p.J, len(ids))
 			if err != nil {
 				return nil, nil, err
 			}
 			cfg.Source = lm
 		}
-		a.simServos = append(a.simServos, simServos{link: lf.Name, bus: sb, pty: pt})
+		a.simServos = append(a.simServos, simServos{link: lf.Name, bus: sb, pty: pt, ids: ids})
 	} else {
 		spec := p.Port
 		if latency == 0 {
@@ -392,6 +419,9 @@ func (a *app) newServos(lf *bridge.LinkFile, logger *slog.Logger) (bridge.Plant,
 			return dynamixel.OpenSerial(path, p.Baud)
 		}
 	}
+	if markers != nil {
+		cfg.Source = markers // the camera measures the markers
+	}
 	if latency == 0 {
 		latency = 16 * time.Millisecond
 	}
@@ -412,6 +442,7 @@ type simServos struct {
 	link string
 	bus  *dxlsim.Bus
 	pty  *dxlsim.PTY
+	ids  []byte
 }
 
 type serviceFunc func(ctx context.Context) error
@@ -471,6 +502,21 @@ func statusLine(lp *linkParts) string {
 		fmt.Fprintf(&b, "%+.3f", v)
 	}
 	b.WriteByte(']')
+	if lp.camera != nil {
+		vec := make([]float64, 3**lp.file.UDP.NbMarkers)
+		s := lp.camera.cam.Latest(vec)
+		b.WriteString(" markers [")
+		for i, v := range vec {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			fmt.Fprintf(&b, "%.1f", v)
+		}
+		fmt.Fprintf(&b, "] frame %d found %d", s.Frame, s.Found)
+		if s.Held {
+			b.WriteString(" (held)")
+		}
+	}
 	return b.String()
 }
 

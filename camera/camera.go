@@ -1,0 +1,285 @@
+// Package camera runs the Emio's marker camera beside the loop, as emioapi's
+// camera process does (docs/simulink-udp.md §8.3, docs/realsense.md §8): a
+// goroutine reads colour and depth frames from a Source (a RealSense camera or
+// the virtual lab's camera), runs the marker tracker on each, and publishes
+// the newest marker vector with its frame number and time. The loop never
+// waits for vision: its plant copies the newest vector at each tick (Markers),
+// and with clock = "camera" the loop is woken by the Event signalled after
+// each frame.
+//
+// A camera that fails (unplugged, no frames) makes Serve return an error; the
+// supervisor restarts it with backoff, which reopens the source. Meanwhile the
+// last vector stays published (emioapi holds it too) and its age, a metric,
+// tells how stale it is.
+package camera
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/labbridge/bridge/realsense/tracker"
+)
+
+// Frame is one colour + depth frameset in caller-owned buffers.
+type Frame struct {
+	Color []byte   // BGR8, Width·Height·3 bytes
+	Depth []uint16 // Z16, Width·Height values, in mm
+	// Number is the source's frame number; Time is CLOCK_MONOTONIC (ns) when
+	// the frame was read.
+	Number uint64
+	Time   int64
+}
+
+// Stream describes an open source.
+type Stream struct {
+	Width, Height, FPS int
+	// Intrinsics are those of the depth stream: emioapi deprojects colour
+	// pixels with them (docs/realsense.md §8.1).
+	Intrinsics tracker.Intrinsics
+}
+
+// Source is where frames come from.
+type Source interface {
+	// Open starts the stream.
+	Open(ctx context.Context) (Stream, error)
+	// Read blocks until the next frame and fills f (buffers sized by the
+	// caller for the Stream). It fails with an error wrapping
+	// ErrDisconnected when the device is gone.
+	Read(ctx context.Context, f *Frame) error
+	// Close stops the stream; Open may be called again after it.
+	Close() error
+}
+
+// Clock gives CLOCK_MONOTONIC nanoseconds.
+type Clock interface{ Now() int64 }
+
+// Signaller is woken after each published frame (a *realtime.Event, for a
+// loop with clock = "camera").
+type Signaller interface{ Signal(at int64) error }
+
+// Observer records the camera's work. Its methods must not block or
+// allocate; ObserveAge runs on the loop thread.
+type Observer interface {
+	// ObserveFrame: one frame tracked in trackNs; found markers were
+	// accepted; held says the vector was kept (count ≠ nb_markers).
+	ObserveFrame(trackNs int64, found int, held bool)
+	// ObserveAge: the age of the vector the loop just took.
+	ObserveAge(ageNs int64)
+	// ObserveUp: the source opened (true) or failed (false).
+	ObserveUp(up bool)
+}
+
+// Errors.
+var (
+	// ErrConfig is an invalid Config.
+	ErrConfig = errors.New("camera: invalid configuration")
+	// ErrDisconnected is a source whose device is gone.
+	ErrDisconnected = errors.New("camera: device disconnected")
+	// ErrStalled is a source that delivered no frame for too long.
+	ErrStalled = errors.New("camera: no frames")
+)
+
+// Config configures a Camera.
+type Config struct {
+	Name   string // for logs
+	Source Source
+	// Tracker builds the tracker for an open stream; it is built again only
+	// when the stream changes, so the held vector survives a reopen.
+	Tracker   func(Stream) (*tracker.Tracker, error)
+	NbMarkers int
+	Clock     Clock
+	Signal    Signaller // may be nil
+	Observer  Observer  // may be nil
+	Logger    *slog.Logger
+	// StallAfter is how long without a frame counts as a failure (the
+	// supervisor then reopens the source); 0 means 1 s.
+	StallAfter time.Duration
+	// OnFrame, if set, sees every tracked frame on the camera goroutine
+	// (saving frames for offline analysis). It must not keep f or r.
+	OnFrame func(f *Frame, r *tracker.Result)
+}
+
+// Sample is the newest published vector's provenance.
+type Sample struct {
+	Frame uint64 // the source's frame number
+	Time  int64  // when it was read (CLOCK_MONOTONIC ns)
+	Held  bool   // the vector was held: the count of markers was not nb_markers
+	Found int    // markers accepted in that frame
+	Valid bool   // false until the first frame
+}
+
+// Camera is the camera goroutine's state and the slot it publishes into.
+type Camera struct {
+	cfg Config
+	log *slog.Logger
+
+	tr     *tracker.Tracker
+	stream Stream
+	frame  Frame
+	res    tracker.Result // the last frame's, kept here so OnFrame's pointer does not escape per frame
+
+	mu     sync.Mutex // guards vec and sample: held for a copy of ≤ 48 floats
+	vec    []float64
+	sample Sample
+
+	frames  atomic.Uint64
+	serving atomic.Bool
+}
+
+// New checks cfg.
+func New(cfg Config) (*Camera, error) {
+	switch {
+	case cfg.Source == nil:
+		return nil, fmt.Errorf("%w: no source", ErrConfig)
+	case cfg.Tracker == nil:
+		return nil, fmt.Errorf("%w: no tracker constructor", ErrConfig)
+	case cfg.NbMarkers < 1 || cfg.NbMarkers > 16:
+		return nil, fmt.Errorf("%w: nb_markers %d (want 1..16)", ErrConfig, cfg.NbMarkers)
+	case cfg.Clock == nil:
+		return nil, fmt.Errorf("%w: no clock", ErrConfig)
+	case cfg.StallAfter < 0:
+		return nil, fmt.Errorf("%w: stall_after %v (want ≥ 0)", ErrConfig, cfg.StallAfter)
+	}
+	if cfg.StallAfter == 0 {
+		cfg.StallAfter = time.Second
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Camera{cfg: cfg, log: cfg.Logger, vec: make([]float64, 3*cfg.NbMarkers)}, nil
+}
+
+type nopObserver struct{}
+
+func (nopObserver) ObserveFrame(int64, int, bool) {}
+func (nopObserver) ObserveAge(int64)              {}
+func (nopObserver) ObserveUp(bool)                {}
+
+// Serve opens the source and tracks frames until ctx is done (nil) or the
+// source fails (an error; the supervisor restarts Serve, which reopens it).
+func (c *Camera) Serve(ctx context.Context) error {
+	if !c.serving.CompareAndSwap(false, true) {
+		return fmt.Errorf("camera %s: already serving", c.cfg.Name)
+	}
+	defer c.serving.Store(false)
+	st, err := c.cfg.Source.Open(ctx)
+	if err != nil {
+		c.cfg.Observer.ObserveUp(false)
+		return fmt.Errorf("camera %s: open: %w", c.cfg.Name, err)
+	}
+	defer func() {
+		if err := c.cfg.Source.Close(); err != nil {
+			c.log.Warn("camera: close", "camera", c.cfg.Name, "err", err)
+		}
+	}()
+	if err := c.prepare(st); err != nil {
+		c.cfg.Observer.ObserveUp(false)
+		return err
+	}
+	c.cfg.Observer.ObserveUp(true)
+	c.log.Info("camera: streaming", "camera", c.cfg.Name, "width", st.Width, "height", st.Height, "fps", st.FPS)
+	last := c.cfg.Clock.Now()
+	for ctx.Err() == nil {
+		err := c.cfg.Source.Read(ctx, &c.frame)
+		if ctx.Err() != nil {
+			return nil
+		}
+		now := c.cfg.Clock.Now()
+		if err != nil {
+			// One late frame is not a failure; a dead device or a stream
+			// silent for StallAfter is.
+			if errors.Is(err, ErrDisconnected) || now-last >= int64(c.cfg.StallAfter) {
+				c.cfg.Observer.ObserveUp(false)
+				return fmt.Errorf("camera %s: %w", c.cfg.Name, err)
+			}
+			continue
+		}
+		last = now
+		if err := c.track(); err != nil {
+			c.cfg.Observer.ObserveUp(false)
+			return err
+		}
+	}
+	return nil
+}
+
+// prepare sizes the frame buffers and builds the tracker for st, keeping the
+// old ones when the stream is unchanged.
+func (c *Camera) prepare(st Stream) error {
+	if c.tr != nil && st == c.stream {
+		return nil
+	}
+	if st.Width <= 0 || st.Height <= 0 {
+		return fmt.Errorf("camera %s: stream size %dx%d", c.cfg.Name, st.Width, st.Height)
+	}
+	tr, err := c.cfg.Tracker(st)
+	if err != nil {
+		return fmt.Errorf("camera %s: tracker: %w", c.cfg.Name, err)
+	}
+	if got := 3 * tr.Config().NbMarkers; got != len(c.vec) {
+		return fmt.Errorf("camera %s: tracker gives %d marker values, want %d for nb_markers %d", c.cfg.Name, got, len(c.vec), c.cfg.NbMarkers)
+	}
+	c.tr, c.stream = tr, st
+	n := st.Width * st.Height
+	c.frame = Frame{Color: make([]byte, 3*n), Depth: make([]uint16, n)}
+	return nil
+}
+
+// track runs the tracker on the frame just read and publishes the result.
+func (c *Camera) track() error {
+	start := c.cfg.Clock.Now()
+	var err error
+	c.res, err = c.tr.Process(c.frame.Color, c.frame.Depth)
+	if err != nil {
+		return fmt.Errorf("camera %s: frame %d: %w", c.cfg.Name, c.frame.Number, err)
+	}
+	r := &c.res
+	end := c.cfg.Clock.Now()
+	c.cfg.Observer.ObserveFrame(end-start, len(r.Markers), r.Held)
+	c.mu.Lock()
+	copy(c.vec, r.Vector)
+	c.sample = Sample{Frame: c.frame.Number, Time: c.frame.Time, Held: r.Held, Found: len(r.Markers), Valid: true}
+	c.mu.Unlock()
+	c.frames.Add(1)
+	if c.cfg.Signal != nil {
+		if err := c.cfg.Signal.Signal(end); err != nil {
+			return err
+		}
+	}
+	if c.cfg.OnFrame != nil {
+		c.cfg.OnFrame(&c.frame, r)
+	}
+	return nil
+}
+
+// Markers copies the newest marker vector into dst (3·nb_markers values; it
+// implements the Emio plant's marker source) and records its age. Before the
+// first frame it gives zeros, as emioapi does. q is unused: a camera measures.
+func (c *Camera) Markers(_, dst []float64) {
+	c.mu.Lock()
+	copy(dst, c.vec)
+	s := c.sample
+	c.mu.Unlock()
+	if s.Valid {
+		c.cfg.Observer.ObserveAge(c.cfg.Clock.Now() - s.Time)
+	}
+}
+
+// Latest copies the newest vector into dst and says where it came from.
+func (c *Camera) Latest(dst []float64) Sample {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	copy(dst, c.vec)
+	return c.sample
+}
+
+// Frames returns how many frames were tracked.
+func (c *Camera) Frames() uint64 { return c.frames.Load() }

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"os"
+)
+
+// Frames on disk: colour as 8-bit RGB PNG, depth as 16-bit grey PNG in mm
+// (the format RealSense tools and OpenCV's imwrite use for Z16), masks as
+// 8-bit grey PNG. `bridge sim` writes them; `bridge track` reads them.
+
+// readColorPNG decodes an 8-bit colour PNG into tightly packed BGR8.
+func readColorPNG(path string) (bgr []byte, w, h int, err error) {
+	img, err := decodePNG(path)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	b := img.Bounds()
+	w, h = b.Dx(), b.Dy()
+	bgr = make([]byte, 3*w*h)
+	switch m := img.(type) {
+	case *image.RGBA:
+		for y := range h {
+			row := m.Pix[y*m.Stride:]
+			for x := range w {
+				i := 3 * (y*w + x)
+				bgr[i], bgr[i+1], bgr[i+2] = row[4*x+2], row[4*x+1], row[4*x]
+			}
+		}
+	case *image.NRGBA:
+		for y := range h {
+			row := m.Pix[y*m.Stride:]
+			for x := range w {
+				i := 3 * (y*w + x)
+				bgr[i], bgr[i+1], bgr[i+2] = row[4*x+2], row[4*x+1], row[4*x]
+			}
+		}
+	default:
+		if _, ok := img.ColorModel().(color.Palette); !ok && img.ColorModel() != color.GrayModel {
+			return nil, 0, 0, fmt.Errorf("bridge track: %s: colour PNG with %T pixels: want 8-bit RGB or RGBA", path, img)
+		}
+		for y := range h {
+			for x := range w {
+				c := color.NRGBAModel.Convert(img.At(b.Min.X+x, b.Min.Y+y)).(color.NRGBA)
+				i := 3 * (y*w + x)
+				bgr[i], bgr[i+1], bgr[i+2] = c.B, c.G, c.R
+			}
+		}
+	}
+	return bgr, w, h, nil
+}
+
+// readDepthPNG decodes a 16-bit grey PNG of depths in mm.
+func readDepthPNG(path string) (depth []uint16, w, h int, err error) {
+	img, err := decodePNG(path)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	m, ok := img.(*image.Gray16)
+	if !ok {
+		return nil, 0, 0, fmt.Errorf("bridge track: %s: depth PNG with %T pixels: want 16-bit greyscale in mm", path, img)
+	}
+	w, h = m.Rect.Dx(), m.Rect.Dy()
+	depth = make([]uint16, w*h)
+	for y := range h {
+		row := m.Pix[y*m.Stride:]
+		for x := range w {
+			depth[y*w+x] = uint16(row[2*x])<<8 | uint16(row[2*x+1]) // PNG is big-endian
+		}
+	}
+	return depth, w, h, nil
+}
+
+func decodePNG(path string) (image.Image, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("bridge track: %w", err)
+	}
+	defer f.Close()
+	img, err := png.Decode(bufio.NewReader(f))
+	if err != nil {
+		return nil, fmt.Errorf("bridge track: %s: %w", path, err)
+	}
+	return img, nil
+}
+
+// writeColorPNG writes BGR8 as an RGB PNG.
+func writeColorPNG(path string, bgr []byte, w, h int) error {
+	m := image.NewNRGBA(image.Rect(0, 0, w, h))
+	for i := range w * h {
+		m.Pix[4*i], m.Pix[4*i+1], m.Pix[4*i+2], m.Pix[4*i+3] = bgr[3*i+2], bgr[3*i+1], bgr[3*i], 255
+	}
+	return encodePNG(path, m)
+}
+
+// writeDepthPNG writes Z16 mm as a 16-bit grey PNG.
+func writeDepthPNG(path string, depth []uint16, w, h int) error {
+	m := image.NewGray16(image.Rect(0, 0, w, h))
+	for i, d := range depth[:w*h] {
+		m.Pix[2*i], m.Pix[2*i+1] = byte(d>>8), byte(d)
+	}
+	return encodePNG(path, m)
+}
+
+// writeMaskPNG writes a 0/255 mask as an 8-bit grey PNG.
+func writeMaskPNG(path string, mask []byte, w, h int) error {
+	m := image.NewGray(image.Rect(0, 0, w, h))
+	copy(m.Pix, mask[:w*h])
+	return encodePNG(path, m)
+}
+
+func encodePNG(path string, img image.Image) (err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("bridge: %w", err)
+	}
+	defer func() { err = errors.Join(err, f.Close()) }()
+	bw := bufio.NewWriter(f)
+	enc := png.Encoder{CompressionLevel: png.BestSpeed}
+	if err := enc.Encode(bw, img); err != nil {
+		return fmt.Errorf("bridge: %s: %w", path, err)
+	}
+	return bw.Flush()
+}

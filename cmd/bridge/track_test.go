@@ -1,0 +1,118 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	defaultconfig "github.com/labbridge/bridge"
+)
+
+// bridge sim saves the frames it renders, with the virtual camera's
+// calibration; bridge track finds the same marker in them offline.
+func TestTrackSavedFrames(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("HOME", dir) // no lab files of the machine running the test
+	frames := filepath.Join(dir, "frames")
+	cfg := strings.Replace(string(defaultconfig.TOML()), `save_frames = ""`, `save_frames = "`+frames+`"`, 1)
+	cfg = strings.Replace(cfg, `save_every = 30`, `save_every = 10`, 1)
+	path := filepath.Join(dir, "bridge.toml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, stderr := runCLI(t, "sim", "-config", path, "-duration", "1s", "-ephemeral", "-metrics", ""); code != 0 {
+		t.Fatalf("sim: %d\n%s\n%s", code, out, stderr)
+	}
+	color := filepath.Join(frames, "frame-000001-color.png")
+	depth := filepath.Join(frames, "frame-000001-depth.png")
+	calib := filepath.Join(frames, "camera_2d_points.csv")
+	mask := filepath.Join(dir, "mask.png")
+	for _, p := range []string{color, depth, calib, filepath.Join(frames, "frame-000011-color.png")} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("bridge sim did not save %s: %v", p, err)
+		}
+	}
+	code, out, stderr := runCLI(t, "track", "-color", color, "-depth", depth, "-calibration", calib, "-mask", mask, "-json")
+	if code != 0 {
+		t.Fatalf("track: %d\n%s\n%s", code, out, stderr)
+	}
+	var got trackJSON
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("track -json: %v\n%s", err, out)
+	}
+	if len(got.Markers) != 1 || got.Held || len(got.Vector) != 3 || got.Side != "plan" {
+		t.Fatalf("track -json: %+v", got)
+	}
+	m := got.Markers[0]
+	// The first frame shows the robot near its rest pose y0 = (-5, -150, 30)
+	// (the partner has barely started to move it); the "plan" side puts the
+	// marker on the plane x = -5.
+	if m.MM[0] < -5.001 || m.MM[0] > -4.999 {
+		t.Errorf("plan x = %v, want -5", m.MM[0])
+	}
+	if m.MM[1] < -160 || m.MM[1] > -140 || m.MM[2] < 20 || m.MM[2] > 40 || m.DepthMM < 200 || m.DepthMM > 350 || m.Area <= 100 {
+		t.Errorf("marker %+v: not near the rest pose", m)
+	}
+	if st, err := os.Stat(mask); err != nil || st.Size() == 0 {
+		t.Errorf("mask not written: %v", err)
+	}
+
+	// The text output names the files used.
+	code, out, _ = runCLI(t, "track", "-color", color, "-depth", depth, "-calibration", calib, "-side", "top")
+	if code != 0 || !strings.Contains(out, "1 marker(s)") || !strings.Contains(out, "calibration: "+calib) || !strings.Contains(out, "side top") {
+		t.Errorf("track text output: %d\n%s", code, out)
+	}
+	// Two markers expected, one found: the vector is held, as emioapi holds it.
+	code, out, _ = runCLI(t, "track", "-color", color, "-depth", depth, "-nb_markers", "2", "-json")
+	if code != 0 || !strings.Contains(out, `"held":true`) || !strings.Contains(out, `"vector":null`) {
+		t.Errorf("held vector: %d\n%s", code, out)
+	}
+}
+
+func TestTrackErrors(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("HOME", dir)
+	color := filepath.Join(dir, "c.png")
+	small := filepath.Join(dir, "d.png")
+	if err := writeColorPNG(color, make([]byte, 3*64*48), 64, 48); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeDepthPNG(small, make([]uint16, 32*24), 32, 24); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"track"}, 2, "-color is required"},
+		{[]string{"track", "-color", filepath.Join(dir, "none.png")}, 1, "no such file"},
+		{[]string{"track", "-color", color, "-depth", small}, 1, "differ"},
+		{[]string{"track", "-color", color, "-depth", color}, 1, "want 16-bit greyscale"},
+		{[]string{"track", "-color", color, "-side", "left"}, 1, "left"},
+		{[]string{"track", "-color", color, "-sort", "x"}, 1, "x"},
+		{[]string{"track", "-color", color, "-intrinsics", "1,2,3"}, 1, "fx,fy,ppx,ppy"},
+		{[]string{"track", "-color", color, "-depth_min", "10", "-depth_max", "5"}, 1, "depth range"},
+		{[]string{"track", "-color", color, "-params", filepath.Join(dir, "none.json")}, 1, "none.json"},
+	} {
+		code, out, stderr := runCLI(t, tc.args...)
+		if code != tc.code || !strings.Contains(stderr+out, tc.want) {
+			t.Errorf("%v: exit %d (want %d)\n%s%s", tc.args, code, tc.code, out, stderr)
+		}
+	}
+	// An empty black frame: no marker, and the vector is held at zeros.
+	code, out, _ := runCLI(t, "track", "-color", color, "-params", writeParams(t, dir), "-calibration", "", "-json")
+	if code != 0 || !strings.Contains(out, `"markers":[]`) || !strings.Contains(out, `"held":true`) {
+		t.Errorf("empty frame: %d %s", code, out)
+	}
+}
+
+func writeParams(t *testing.T, dir string) string {
+	p := filepath.Join(dir, "cameraparameter.json")
+	if err := os.WriteFile(p, []byte(`{"hue_h": 90, "hue_l": 73, "sat_h": 255, "sat_l": 138, "value_h": 255, "value_l": 35, "erosion_size": 0, "area": 100}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

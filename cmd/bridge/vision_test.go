@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/labbridge/bridge/bridge"
+	"github.com/labbridge/bridge/camera"
+	"github.com/labbridge/bridge/dynamixel/dxlsim"
+	"github.com/labbridge/bridge/realsense"
+	"github.com/labbridge/bridge/realsense/tracker"
+	"github.com/labbridge/bridge/realtime"
+
+	defaultconfig "github.com/labbridge/bridge"
+)
+
+// The virtual camera renders a frame from the simulated servos' positions
+// without allocating, at its own pace.
+func TestSimSourceAllocs(t *testing.T) {
+	cfg, err := bridge.ParseConfig(defaultconfig.TOML())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lf := &cfg.Links[0]
+	lf.Camera.FPS = 90 // keep the test short
+	clock := realtime.NewClock()
+	s, err := newSimSource(lf, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc := dxlsim.DefaultBusConfig()
+	bc.IDs = []byte{0, 1, 2, 3}
+	bus, err := dxlsim.NewBus(bc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.setAngles(servoAngles(bus, bc.IDs))
+	st, err := s.Open(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &camera.Frame{Color: make([]byte, 3*st.Width*st.Height), Depth: make([]uint16, st.Width*st.Height)}
+	if err := s.Read(context.Background(), f); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(10, func() {
+		if err := s.Read(context.Background(), f); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("a virtual frame allocates %v times", n)
+	}
+	if f.Number < 11 || f.Time == 0 {
+		t.Fatalf("frame number %d time %d", f.Number, f.Time)
+	}
+}
+
+// The repository's RealSense recording, played through the real
+// librealsense2 into the camera goroutine and the tracker.
+const bagFixture = "../../../shared/fixtures/single_depth_color_640x480.bag"
+
+func TestRealsensePlaybackThroughCamera(t *testing.T) {
+	if _, err := os.Stat(bagFixture); err != nil {
+		t.Skipf("no recording at %s: %v", bagFixture, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if lib, err := loadRealsense(ctx); err != nil {
+		t.Skipf("librealsense2 not available (%v): pip install pyrealsense2", err)
+	} else {
+		lib.Close()
+	}
+	clock := realtime.NewClock()
+	src := &rsSource{clock: clock, pace: int64(time.Second / 30), cfg: realsense.Config{
+		PlaybackFile: bagFixture, Loop: true, Color: true, Depth: true, Timeout: 5 * time.Second,
+	}}
+	defer src.closeLib()
+	var got camera.Stream
+	c, err := camera.New(camera.Config{
+		Name: "bag", Source: src, NbMarkers: 1, Clock: clock,
+		Tracker: func(st camera.Stream) (*tracker.Tracker, error) {
+			got = st
+			return trackerFor(visionFiles{params: tracker.DefaultParams()}, tracker.Top, tracker.SortY, 1, 0, 1000)(st)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Serve(sctx) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for c.Frames() < 5 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if c.Frames() < 5 {
+		t.Fatalf("%d frames tracked from the recording", c.Frames())
+	}
+	// The recording's depth stream (docs/realsense.md §6.2): 640×480, the
+	// intrinsics pyrealsense2 reports for it.
+	if got.Width != 640 || got.Height != 480 || got.Intrinsics.FX != float64(float32(390.43146)) || got.Intrinsics.PPX != float64(float32(331.38788)) {
+		t.Errorf("stream %+v", got)
+	}
+	s := c.Latest(make([]float64, 3))
+	if !s.Valid || s.Frame == 0 {
+		t.Errorf("sample %+v", s)
+	}
+	t.Logf("%d frames tracked, last frame number %d, %d marker(s) found", c.Frames(), s.Frame, s.Found)
+}
