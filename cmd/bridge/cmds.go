@@ -393,6 +393,9 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	l := &cfg.Links[0]
 	l.RateHz, l.Loop.Priority, l.Loop.CPU, l.Loop.DMALatency = *rate, *priority, cpu, dma
 	l.Partner.Controller = udp.ControllerSpec{Kind: "hold"}
+	// The link alone, on its own clock: the camera has its own benchmark
+	// (the tracker's) and would pace the loop at its frame rate.
+	l.Clock, l.Camera.Kind = "timer", "none"
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
