@@ -212,6 +212,15 @@ func (l *Link) Overruns() uint64 {
 	return 0
 }
 
+// MissedTriggers returns, on a link paced by camera frames, how many ticks
+// ran without a frame (Loop.Missed).
+func (l *Link) MissedTriggers() uint64 {
+	if lp := l.loop.Load(); lp != nil {
+		return lp.Missed()
+	}
+	return 0
+}
+
 // DeviceDown is signalled when the plant failed; the supervisor reopens it
 // and calls DeviceUp.
 func (l *Link) DeviceDown() <-chan struct{} { return l.down }

@@ -30,6 +30,7 @@ Usage:
   bridge scan [-port SPEC]          list serial ports and find Dynamixel servos (IDs, bauds, models)
   bridge ping [-port SPEC] [-ids]   ping servos
   bridge sim servos [-ids 0,1,2,3]  serve simulated servos on a pseudo-terminal (a virtual U2D2)
+  bridge cameras                    list the connected RealSense cameras by serial
   bridge track -color FILE.png      run the marker tracker on saved images (-depth, -params, -json, -mask)
   bridge bench loop|link [flags]    measure the loop's timing, or a whole link on loopback
   bridge startUDP [emioapi flags]   emioapi's "python -m emioapi startUDP", flags honoured
@@ -74,6 +75,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdBench(ctx, rest, stdout, stderr)
 	case "track":
 		err = cmdTrack(ctx, rest, stdout, stderr)
+	case "cameras":
+		err = cmdCameras(ctx, rest, stdout, stderr)
 	case "startUDP", "startudp":
 		err = cmdStartUDP(ctx, rest, stdout, stderr)
 	case "version", "-version", "--version":

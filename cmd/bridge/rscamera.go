@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -127,4 +128,31 @@ func (s *rsSource) closeLib() error {
 	err := s.lib.Close()
 	s.lib = nil
 	return err
+}
+
+// cmdCameras is `bridge cameras`: the connected RealSense cameras.
+func cmdCameras(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("cameras", "cameras", stderr)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	lib, err := loadRealsense(ctx)
+	if err != nil {
+		return fmt.Errorf("bridge cameras: %w", err)
+	}
+	defer lib.Close()
+	devs, err := lib.ListDevices()
+	if err != nil {
+		return fmt.Errorf("bridge cameras: %w", err)
+	}
+	fmt.Fprintf(stdout, "librealsense2 %v (%s)\n", lib.Version(), lib.Path())
+	if len(devs) == 0 {
+		fmt.Fprintln(stdout, "no RealSense camera connected (check the USB 3 cable, and the udev rules or root for USB access)")
+		return nil
+	}
+	for _, d := range devs {
+		fmt.Fprintf(stdout, "serial %s  %s  firmware %s\n", d.Serial, d.Name, d.Firmware)
+	}
+	fmt.Fprintln(stdout, `select one with [link.camera] serial = "…"`)
+	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,4 +113,22 @@ func TestRealsensePlaybackThroughCamera(t *testing.T) {
 		t.Errorf("sample %+v", s)
 	}
 	t.Logf("%d frames tracked, last frame number %d, %d marker(s) found", c.Frames(), s.Frame, s.Found)
+}
+
+func TestCamerasCommand(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lib, err := loadRealsense(ctx)
+	if err != nil {
+		code, _, stderr := runCLI(t, "cameras")
+		if code != 1 || !strings.Contains(stderr, "pyrealsense2") && !strings.Contains(stderr, "cgo") {
+			t.Errorf("without librealsense2: exit %d, %q: want the install hint", code, stderr)
+		}
+		t.Skipf("librealsense2 not available (%v): pip install pyrealsense2", err)
+	}
+	lib.Close()
+	code, out, stderr := runCLI(t, "cameras")
+	if code != 0 || !strings.Contains(out, "librealsense2 2.") {
+		t.Errorf("cameras: exit %d\n%s%s", code, out, stderr)
+	}
 }

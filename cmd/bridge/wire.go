@@ -513,6 +513,9 @@ func statusLine(lp *linkParts) string {
 			fmt.Fprintf(&b, "%.1f", v)
 		}
 		fmt.Fprintf(&b, "] frame %d found %d", s.Frame, s.Found)
+		if lp.file.Clock == "camera" {
+			fmt.Fprintf(&b, " no-frame ticks %d", lp.link.MissedTriggers())
+		}
 		if s.Held {
 			b.WriteString(" (held)")
 		}
