@@ -83,6 +83,7 @@ type LinkConfig struct {
 type Link struct {
 	cfg     LinkConfig
 	plant   Plant
+	ready   Readier // nil: the plant's measurement is always complete
 	ex      Exchanger
 	clock   *realtime.Clock
 	loopObs LoopObserver
@@ -154,6 +155,7 @@ func NewLink(cfg LinkConfig, plant Plant, ex Exchanger, clock *realtime.Clock,
 		down:   make(chan struct{}, 1),
 		events: make(chan Event, 256),
 	}
+	l.ready, _ = plant.(Readier)
 	l.deviceUp.Store(true)
 	return l, nil
 }
@@ -273,6 +275,9 @@ func (l *Link) Tick(ti *TickInfo) {
 	}
 	if up && l.haveCmd && l.cfg.Apply == ApplyPrevious {
 		up = l.apply()
+	}
+	if l.ready != nil && !l.ready.Ready() {
+		return // nothing to tell Simulink yet
 	}
 	// While degraded the last measurement is sent again: Simulink keeps its
 	// step and the handshake state survives a device restart.

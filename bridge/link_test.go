@@ -481,3 +481,49 @@ func TestLinkRefusesMismatchedLengths(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// warmingPlant is not ready for its first ticks (a camera before its first
+// frame).
+type warmingPlant struct {
+	recordingPlant
+	ready bool
+}
+
+func (p *warmingPlant) Ready() bool { return p.ready }
+
+type countingExchanger struct {
+	fakeExchanger
+	n int
+}
+
+func (c *countingExchanger) Exchange(m, cmd []float64, d int64) udp.Status {
+	c.n++
+	return c.fakeExchanger.Exchange(m, cmd, d)
+}
+
+// Until the plant's measurement is complete, the link reads it but sends
+// nothing, so Simulink never sees made-up markers.
+func TestNotReadyPlantSendsNothing(t *testing.T) {
+	p := &warmingPlant{}
+	ex := &countingExchanger{fakeExchanger: fakeExchanger{status: udp.OK, reply: []float64{0.1, 0.1, 0.1, 0.1}}}
+	lim := []bridge.Limit{{-1, 1}, {-1, 1}, {-1, 1}, {-1, 1}}
+	l, err := bridge.NewLink(bridge.LinkConfig{Name: "x", Loop: bridge.LoopConfig{Period: time.Millisecond, CPU: -1}, Limits: lim},
+		p, ex, realtime.NewClock(), nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ti bridge.TickInfo
+	for range 3 {
+		l.Tick(&ti)
+	}
+	if ex.n != 0 || l.Applied() != 0 || strings.Join(p.calls, " ") != "measure measure measure" {
+		t.Fatalf("not ready: %d exchanges, %d applied, calls %v", ex.n, l.Applied(), p.calls)
+	}
+	p.ready = true
+	for range 2 {
+		l.Tick(&ti)
+	}
+	if ex.n != 2 || l.Applied() != 1 {
+		t.Fatalf("ready: %d exchanges, %d applied, want 2 and 1", ex.n, l.Applied())
+	}
+}

@@ -36,6 +36,15 @@ type Reopener interface {
 	Reopen(ctx context.Context) error
 }
 
+// Readier is a plant whose measurement is incomplete at first: the Emio
+// before its camera's first frame. Until Ready, the link reads the plant but
+// sends nothing to Simulink, as emioapi's bridge sends its first datagram
+// only after the camera's first frame; a controller never integrates a
+// made-up measurement. Ready runs on the loop thread and must not block.
+type Readier interface {
+	Ready() bool
+}
+
 // HaltPolicy is what a plant does when the bridge stops.
 type HaltPolicy uint8
 

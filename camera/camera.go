@@ -128,6 +128,7 @@ type Camera struct {
 	sample Sample
 
 	frames  atomic.Uint64
+	valid   atomic.Bool
 	serving atomic.Bool
 }
 
@@ -248,6 +249,7 @@ func (c *Camera) track() error {
 	copy(c.vec, r.Vector)
 	c.sample = Sample{Frame: c.frame.Number, Time: c.frame.Time, Held: r.Held, Found: len(r.Markers), Valid: true}
 	c.mu.Unlock()
+	c.valid.Store(true)
 	c.frames.Add(1)
 	if c.cfg.Signal != nil {
 		if err := c.cfg.Signal.Signal(end); err != nil {
@@ -272,6 +274,10 @@ func (c *Camera) Markers(_, dst []float64) {
 		c.cfg.Observer.ObserveAge(c.cfg.Clock.Now() - s.Time)
 	}
 }
+
+// Ready reports whether a frame has been tracked: before it, the vector is
+// emioapi's initial zeros, not a measurement.
+func (c *Camera) Ready() bool { return c.valid.Load() }
 
 // Latest copies the newest vector into dst and says where it came from.
 func (c *Camera) Latest(dst []float64) Sample {

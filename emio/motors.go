@@ -252,6 +252,15 @@ func (m *Motors) Measure(dst []float64) error {
 	return nil
 }
 
+// Ready implements bridge.Readier: the measurement is complete once the
+// marker source (a camera) has one; a source without Ready always has.
+func (m *Motors) Ready() bool {
+	if r, ok := m.cfg.Source.(interface{ Ready() bool }); ok {
+		return r.Ready()
+	}
+	return true
+}
+
 // Alert is a servo's hardware alert with what it reported.
 type Alert struct {
 	ID           byte
