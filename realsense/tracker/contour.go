@@ -1,6 +1,12 @@
 package tracker
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/bits"
+	"slices"
+)
 
 // MinArea is emioapi's default area threshold: a contour is a marker when
 // its contourArea is strictly greater.
@@ -31,37 +37,82 @@ type Blob struct {
 // safe for concurrent use.
 type Contours struct {
 	w, h   int
-	img    []int8  // (w+2)×(h+2): 0 background, 1 foreground, 2/−126 marked
-	pts    []Point // vertices of all contours of the last Find
-	starts []int32 // start of each contour's vertices, in raster order, plus the end
-	n      int     // contours of the last Find
+	shift  uint       // log2 of stride, the bits per padded row (≥ w+2, ≥ 64)
+	fg     []byte     // (h+2) padded rows of stride bits: 1 foreground, 0 background
+	marks  []byte     // the marks of the pixels of fg byte i: bytes 2i (marked) and 2i+1 (markRight)
+	pts    []Point    // vertices of all contours of the last Find
+	starts []int32    // start of each contour's vertices, in raster order, plus the end
+	sums   [][3]int64 // twice the signed area, 6·m10 and 6·m01 of each contour, in raster order
+	n      int        // contours of the last Find
+	exact  int        // contours of at most this many vertices have exact integer sums
+	// next is nextDir indexed by the direction the tracer came in
+	// (prevS<<9 | key), with the bit index step of the new direction above
+	// the byte: one load for the tracer's next pixel.
+	next [8 << 9]int32
 }
+
+// planeSlack lets the tracer load two bytes at the last pixels of a plane;
+// the slack stays zero.
+const planeSlack = 8
 
 // NewContours allocates the buffers for w×h masks and at most maxPoints
 // contour vertices in all per frame (maxPoints ≥ 1).
 func NewContours(w, h, maxPoints int) (*Contours, error) {
-	n, err := pixels(w, h)
-	if err != nil {
+	if _, err := pixels(w, h); err != nil {
 		return nil, err
 	}
 	if maxPoints < 1 || maxPoints > 1<<30 {
 		return nil, fmt.Errorf("tracker: contour point limit %d out of range 1–2^30: %w", maxPoints, ErrSize)
 	}
-	return &Contours{
-		w: w, h: h,
-		img:    make([]int8, (w+2)*(h+2)),
+	// Blobs never share a 2×2 block and each contour has a vertex; one more
+	// contour may start before the point limit stops Find.
+	maxContours := min(((w+1)/2)*((h+1)/2), maxPoints) + 1
+	// OpenCV sums the shoelace terms in float64; they are integers, so the
+	// sums are exact, and equal to int64 sums, while every partial sum stays
+	// within 2^53: n terms of at most maxTerm each.
+	maxTerm := 2 * (w - 1) * (h - 1) * max(w-1, h-1)
+	exact := math.MaxInt
+	if maxTerm > 0 {
+		exact = (1 << 53) / maxTerm
+	}
+	// A power of two: the tracer finds a pixel's coordinates with a shift
+	// and a mask.
+	shift := uint(max(6, bits.Len(uint(w+1))))
+	size := (h+2)<<shift/8 + planeSlack
+	c := &Contours{
+		w: w, h: h, shift: shift,
+		fg:     make([]byte, size),
+		marks:  make([]byte, 2*size),
 		pts:    make([]Point, 0, maxPoints),
-		starts: make([]int32, 0, n/2+2),
-	}, nil
+		starts: make([]int32, 0, maxContours+1),
+		sums:   make([][3]int64, 0, maxContours),
+		exact:  exact,
+	}
+	stride := 1 << shift
+	deltas := [8]int{1, -stride + 1, -stride, -stride - 1, -1, stride - 1, stride, stride + 1}
+	for prevS := range 8 {
+		for key := range 512 {
+			e := nextDir[(prevS+4)&7<<9|key]
+			c.next[prevS<<9|key] = int32(deltas[e&7])<<8 | int32(e)
+		}
+	}
+	return c, nil
 }
 
-// codeDeltas are the steps of the 8 chain codes (0 right, counter-clockwise).
-var codeDeltas = [8]Point{{1, 0}, {1, -1}, {0, -1}, {-1, -1}, {-1, 0}, {-1, 1}, {0, 1}, {1, 1}}
-
+// Byte-parallel constants: the low seven bits and the top bit of every byte
+// of a word.
 const (
-	markInside = 2
-	markRight  = 2 | -128 // a border pixel whose right neighbour is background
+	low8 = 0x7F7F7F7F7F7F7F7F
+	msb8 = 0x8080808080808080
 )
+
+// nonzero8 returns 0x80 in each byte of v that is not zero, 0 elsewhere
+// (exact: no borrow crosses bytes).
+func nonzero8(v uint64) uint64 { return ((v & low8) + low8 | v) & msb8 }
+
+// pack8 gathers the non-zero test of the eight bytes of v into a byte, byte
+// i in bit i.
+func pack8(v uint64) uint64 { return nonzero8(v) * 0x0002040810204081 >> 56 }
 
 // Find traces the external contours of mask and appends one Blob per contour
 // to dst[:0], in OpenCV's contour order. It allocates nothing when dst has
@@ -71,6 +122,7 @@ func (c *Contours) Find(mask []byte, w, h int, dst []Blob) ([]Blob, error) {
 	dst = dst[:0]
 	c.pts = c.pts[:0]
 	c.starts = c.starts[:0]
+	c.sums = c.sums[:0]
 	c.n = 0
 	if w != c.w || h != c.h {
 		return dst, fmt.Errorf("tracker: %dx%d mask for contours of %dx%d: %w", w, h, c.w, c.h, ErrSize)
@@ -78,119 +130,293 @@ func (c *Contours) Find(mask []byte, w, h int, dst []Blob) ([]Blob, error) {
 	if len(mask) != w*h {
 		return dst, fmt.Errorf("tracker: mask buffer of %d bytes, want %d for %dx%d: %w", len(mask), w*h, w, h, ErrSize)
 	}
-	step := w + 2
-	img := c.img
-	for x := range step {
-		img[x] = 0
-		img[(h+1)*step+x] = 0
-	}
-	for y := range h {
-		row := img[(y+1)*step : (y+2)*step]
-		row[0], row[w+1] = 0, 0
-		src := mask[y*w : (y+1)*w]
-		for x, v := range src {
-			var b int8
-			if v != 0 {
-				b = 1
-			}
-			row[x+1] = b
-		}
-	}
-	deltas := [16]int{1, -step + 1, -step, -step - 1, -1, step - 1, step, step + 1}
-	copy(deltas[8:], deltas[:8])
-
-	for y := 1; y <= h; y++ {
-		row := y * step
-		lnbd := row // the last marked pixel met on this row (the frame at first)
-		prev := int8(0)
-		for x := 1; x <= w; x++ {
-			p := img[row+x]
-			if p == prev {
-				continue
-			}
-			if prev == 0 && p == 1 && img[lnbd] <= 0 {
-				if err := c.follow(row+x, Point{int32(x - 1), int32(y - 1)}, &deltas); err != nil {
-					c.starts = c.starts[:0]
-					c.n = 0
-					return dst, err
-				}
-				c.n++
-				// The start pixel is marked now: it is the new lnbd.
-				lnbd = row + x
-				prev = img[row+x]
-				continue
-			}
-			prev = p
-			if prev != 0 && prev != 1 {
-				lnbd = row + x
-			}
-		}
+	c.pack(mask)
+	clear(c.marks)
+	if err := c.scan(); err != nil {
+		c.starts = c.starts[:0]
+		c.sums = c.sums[:0]
+		c.n = 0
+		return dst, err
 	}
 	c.starts = append(c.starts, int32(len(c.pts)))
 
-	for i := c.n - 1; i >= 0; i-- {
-		dst = append(dst, blobOf(c.pts[c.starts[i]:c.starts[i+1]]))
+	if cap(dst) < c.n {
+		dst = slices.Grow(dst, c.n) // once: Find then allocates nothing
+	}
+	dst = dst[:c.n]
+	starts := c.starts[:c.n+1]
+	sums := c.sums[:c.n]
+	for j := range dst {
+		i := c.n - 1 - j
+		b := &dst[j]
+		switch np := int(starts[i+1] - starts[i]); {
+		case np > c.exact:
+			*b = blobOf(c.pts[starts[i]:starts[i+1]])
+		case sums[i][0] == 0: // single pixels, lines: no area, no moments
+			*b = Blob{Points: np}
+		default:
+			blobOfSums(b, np, &sums[i])
+		}
 	}
 	return dst, nil
 }
 
-// follow traces the outer border starting at image offset i0 (pixel pt), as
-// OpenCV's icvFetchContour with CHAIN_APPROX_SIMPLE, and appends its vertices.
-func (c *Contours) follow(i0 int, pt Point, deltas *[16]int) error {
-	img := c.img
-	c.starts = append(c.starts, int32(len(c.pts)))
-	s, sEnd := 4, 4
-	for {
-		s = (s - 1) & 7
-		if img[i0+deltas[s]] != 0 || s == sEnd {
-			break
+// pack fills the foreground plane from mask: pixel (x, y) is bit x+1 of
+// padded row y+1; the frame and the padding stay background.
+func (c *Contours) pack(mask []byte) {
+	w, h := c.w, c.h
+	rb := 1 << c.shift / 8 // bytes per padded row
+	fg := c.fg
+	clear(fg[:rb])
+	clear(fg[(h+1)*rb:])
+	for y := range h {
+		src := mask[y*w : (y+1)*w]
+		row := fg[(y+1)*rb : (y+2)*rb]
+		var carry uint64 // bits shifted out of the previous word: the frame first
+		j := 0
+		x := 0
+		for ; x+64 <= w; x += 64 {
+			s := src[x : x+64]
+			v := pack8(binary.LittleEndian.Uint64(s[0:])) |
+				pack8(binary.LittleEndian.Uint64(s[8:]))<<8 |
+				pack8(binary.LittleEndian.Uint64(s[16:]))<<16 |
+				pack8(binary.LittleEndian.Uint64(s[24:]))<<24 |
+				pack8(binary.LittleEndian.Uint64(s[32:]))<<32 |
+				pack8(binary.LittleEndian.Uint64(s[40:]))<<40 |
+				pack8(binary.LittleEndian.Uint64(s[48:]))<<48 |
+				pack8(binary.LittleEndian.Uint64(s[56:]))<<56
+			binary.LittleEndian.PutUint64(row[8*j:], v<<1|carry)
+			carry = v >> 63
+			j++
 		}
-	}
-	if s == sEnd { // a single pixel
-		img[i0] = markRight
-		return c.push(pt)
-	}
-	i1 := i0 + deltas[s]
-	i3 := i0
-	prevS := s ^ 4
-	for {
-		sEnd = s
-		i4 := 0
-		for s < 15 {
-			s++
-			i4 = i3 + deltas[s]
-			if img[i4] != 0 {
-				break
+		if x < w {
+			var v uint64
+			i := 0
+			for ; x+8 <= w; x += 8 {
+				v |= pack8(binary.LittleEndian.Uint64(src[x:])) << i
+				i += 8
 			}
-		}
-		s &= 7
-		if uint(s-1) < uint(sEnd) {
-			img[i3] = markRight
-		} else if img[i3] == 1 {
-			img[i3] = markInside
-		}
-		if s != prevS {
-			if err := c.push(pt); err != nil {
-				return err
+			for ; x < w; x++ {
+				if src[x] != 0 {
+					v |= 1 << i
+				}
+				i++
 			}
-			prevS = s
+			binary.LittleEndian.PutUint64(row[8*j:], v<<1|carry)
+			carry = v >> 63
+			j++
 		}
-		pt.X += codeDeltas[s].X
-		pt.Y += codeDeltas[s].Y
-		if i4 == i0 && i3 == i1 {
-			return nil
+		for ; 8*j < rb; j++ {
+			binary.LittleEndian.PutUint64(row[8*j:], carry)
+			carry = 0
 		}
-		i3 = i4
-		s = (s + 4) & 7
 	}
 }
 
-func (c *Contours) push(p Point) error {
-	if len(c.pts) == cap(c.pts) {
-		return fmt.Errorf("tracker: more than %d contour points: %w", cap(c.pts), ErrSize)
+// scan is Suzuki–Abe's raster scan for outer borders, 64 pixels a word: a
+// border starts at an unmarked foreground pixel after a background one when
+// the last marked pixel met on the row (OpenCV's lnbd) is the frame or a
+// markRight pixel (negative in OpenCV's image), and not a markInside one.
+// Only that last mark matters, so words without a candidate start cost a
+// few bit operations.
+func (c *Contours) scan() error {
+	h := c.h
+	rb := 1 << c.shift / 8
+	fg, marks := c.fg, c.marks
+	for y := 1; y <= h; y++ {
+		inside := false // the last mark was a markInside one: the frame first
+		var prev uint64 // the previous foreground word of the row
+		for o := y * rb; o < (y+1)*rb; o += 8 {
+			f := binary.LittleEndian.Uint64(fg[o:])
+			if f == 0 {
+				// No candidate, and no mark: marks are on foreground.
+				prev = 0
+				continue
+			}
+			bg := ^(f<<1 | prev>>63) // the left neighbour is background
+			prev = f
+			m, r := markWords(marks[2*o:])
+			cand := f &^ m & bg
+			for cand != 0 {
+				k := uint(bits.TrailingZeros64(cand))
+				if below := m & (1<<k - 1); below != 0 {
+					inside = r>>(uint(bits.Len64(below))-1)&1 == 0
+				}
+				if inside { // a hole's border
+					cand &^= 1 << k
+					continue
+				}
+				single, err := c.follow(8*o + int(k))
+				if err != nil {
+					return err
+				}
+				c.n++
+				if single {
+					// Known marks: reading them back right after the
+					// narrower store would stall on store forwarding.
+					m |= 1 << k
+					r |= 1 << k
+				} else {
+					// The border may have marked later pixels of this word.
+					m, r = markWords(marks[2*o:])
+				}
+				cand = f &^ m & bg & (^uint64(0) << (k + 1))
+			}
+			if m != 0 {
+				inside = r>>(uint(bits.Len64(m))-1)&1 == 0
+			}
+		}
 	}
-	c.pts = append(c.pts, p)
 	return nil
+}
+
+// markWords returns the marked and markRight bits of 64 pixels from their
+// 16 interleaved mark bytes.
+func markWords(b []byte) (marked, right uint64) {
+	u0 := binary.LittleEndian.Uint64(b[0:16])
+	u1 := binary.LittleEndian.Uint64(b[8:16])
+	return evenBytes(u0) | evenBytes(u1)<<32, evenBytes(u0>>8) | evenBytes(u1>>8)<<32
+}
+
+// evenBytes gathers bytes 0, 2, 4 and 6 of u into its low 32 bits.
+func evenBytes(u uint64) uint64 {
+	u &= 0x00FF00FF00FF00FF
+	u = (u | u>>8) & 0x0000FFFF0000FFFF
+	return (u | u>>16) & 0xFFFFFFFF
+}
+
+// Neighbourhood tables. A 3×3 neighbourhood is a 9-bit key, bit 3·row+col
+// (rows top to bottom, columns left to right, the centre ignored).
+// firstDir[key] is where icvFetchContour's first, clockwise search from
+// direction 3 stops (4 when there is no neighbour: a single pixel).
+// nextDir[s<<9|key] is where its counter-clockwise search from direction
+// s+1 stops (the low three bits), plus 0x80 when that search passed over an
+// empty right neighbour (direction 0): the pixel is then marked markRight.
+var firstDir [512]uint8
+var nextDir [8 << 9]uint8
+
+// dirBit is the key bit of each chain code's neighbour.
+var dirBit = [8]uint{5, 2, 1, 0, 3, 6, 7, 8}
+
+func init() {
+	for key := range 512 {
+		set := func(d int) bool { return key>>dirBit[d&7]&1 != 0 }
+		f := 4
+		for _, d := range []int{3, 2, 1, 0, 7, 6, 5} {
+			if set(d) {
+				f = d
+				break
+			}
+		}
+		firstDir[key] = uint8(f)
+		for s := range 8 {
+			// As the tracer's loop: up to s+8, the pixel it came from.
+			t := s + 1
+			for t < s+8 && !set(t) {
+				t++
+			}
+			e := uint8(t & 7)
+			if uint(t&7-1) < uint(s) {
+				e |= 0x80
+			}
+			nextDir[s<<9|key] = e
+		}
+	}
+}
+
+// follow traces the outer border starting at bit index b0, as OpenCV's
+// icvFetchContour with CHAIN_APPROX_SIMPLE, and appends its vertices and
+// their shoelace sums. It reads the neighbourhoods from the foreground plane,
+// which it never writes: the marks go to their own plane, off the tracer's
+// chain of dependent loads. Few values live across its loop, so that they
+// stay in registers. It reports whether the border was a single pixel.
+func (c *Contours) follow(b0 int) (single bool, err error) {
+	fg, marks := c.fg, c.marks
+	shift := c.shift
+	stride := 1 << shift
+	rb := stride / 8
+	first := len(c.pts)
+	c.starts = append(c.starts, int32(first))
+	c.sums = append(c.sums, [3]int64{})
+	// The key of bit b: the three bits from b−1 of the rows above, at and
+	// below; stride is a whole number of bytes, so all three share a shift.
+	key := func(b int) int {
+		o, sh := (b-1)>>3, uint(b-1)&7
+		up := (uint(fg[o-rb]) | uint(fg[o-rb+1])<<8) >> sh & 7
+		mid := (uint(fg[o]) | uint(fg[o+1])<<8) >> sh & 5
+		down := (uint(fg[o+rb]) | uint(fg[o+rb+1])<<8) >> sh & 7
+		return int(up | mid<<3 | down<<6)
+	}
+	// mark sets the marks of bit b: marked, and markRight when right is 1.
+	mark := func(b int, right uint16) {
+		q := marks[2*(b>>3) : 2*(b>>3)+2]
+		binary.LittleEndian.PutUint16(q, binary.LittleEndian.Uint16(q)|(1|right<<8)<<(b&7))
+	}
+	point := func(b int) Point { return Point{int32(b&(stride-1)) - 1, int32(b>>shift) - 1} }
+	s := int(firstDir[key(b0)])
+	if s == 4 { // a single pixel
+		mark(b0, 1)
+		if first == cap(c.pts) {
+			return true, fmt.Errorf("tracker: more than %d contour points: %w", cap(c.pts), ErrSize)
+		}
+		c.pts = append(c.pts, point(b0))
+		return true, nil
+	}
+	deltas := [8]int{1, -stride + 1, -stride, -stride - 1, -1, stride - 1, stride, stride + 1}
+	buf := c.pts[:cap(c.pts)]
+	n := first
+	// The trace ends on stepping from the second pixel b1 back to b0: in
+	// direction s^4 from b1.
+	end := (b0+deltas[s])<<3 | (s ^ 4)
+	b3 := b0
+	prevS := s ^ 4 // the search starts from (prevS+4)&7: s at first
+	next := &c.next
+	for {
+		e := next[uint(prevS<<9|key(b3))&uint(len(next)-1)]
+		ns := int(e & 7)
+		// Branch-free marking and vertex output: both are data-dependent.
+		// A markRight pixel stays one, as in OpenCV.
+		mark(b3, uint16(e>>7&1))
+		d := 0
+		if ns != prevS {
+			d = 1
+		}
+		if n < len(buf) {
+			buf[n] = Point{int32(b3), int32(b3 >> 32)} // the bit index, made a point below
+			n += d
+		} else if d != 0 {
+			c.pts = buf[:n]
+			return false, fmt.Errorf("tracker: more than %d contour points: %w", cap(c.pts), ErrSize)
+		}
+		prevS = ns
+		if b3<<3|ns == end {
+			break
+		}
+		b3 += int(e >> 8)
+	}
+	c.pts = buf[:n]
+	// The shoelace sums of contourArea and contourMoments, from the last
+	// vertex to the first and on, in integers.
+	pts := buf[first:n]
+	if len(pts) == 0 {
+		return false, nil
+	}
+	for i, p := range pts {
+		pts[i] = point(int(p.Y)<<32 | int(uint32(p.X)))
+	}
+	p := pts[len(pts)-1]
+	x1, y1 := int64(p.X), int64(p.Y)
+	var a00, a10, a01 int64
+	for _, p := range pts {
+		x, y := int64(p.X), int64(p.Y)
+		dxy := x1*y - x*y1
+		a00 += dxy
+		a10 += dxy * (x1 + x)
+		a01 += dxy * (y1 + y)
+		x1, y1 = x, y
+	}
+	c.sums[len(c.sums)-1] = [3]int64{a00, a10, a01}
+	return false, nil
 }
 
 // Contour returns the vertices of the i-th blob of the last Find (same
@@ -203,8 +429,32 @@ func (c *Contours) Contour(i int) []Point {
 	return c.pts[c.starts[j]:c.starts[j+1]:c.starts[j+1]]
 }
 
+// blobOfSums sets b to blobOf from exact shoelace sums with a non-zero
+// area: OpenCV's float64 sums of the same integer terms are these integers,
+// so the results are identical.
+func blobOfSums(b *Blob, points int, s *[3]int64) {
+	a00 := s[0]
+	db12, db16 := 0.5, 0.16666666666666666666666666666667
+	if a00 < 0 {
+		db12, db16 = -0.5, -0.16666666666666666666666666666667
+	}
+	// |a00| ≥ 1 > FLT_EPSILON: OpenCV computes the moments.
+	m00 := float64(a00) * db12
+	m10 := float64(s[1]) * db16
+	m01 := float64(s[2]) * db16
+	cx, cy := m10/m00, m01/m00
+	*b = Blob{
+		Area: m00, // |a00|·0.5, as contourArea
+		CX:   cx, CY: cy,
+		M00: m00, M10: m10, M01: m01,
+		X: int(cx), Y: int(cy),
+		Points: points,
+	}
+}
+
 // blobOf computes cv2.contourArea and cv2.moments (m00, m10, m01) of a
-// polygon with OpenCV's formulas and summation order.
+// polygon with OpenCV's formulas and summation order; Find uses it for
+// contours too long for exact integer sums.
 func blobOf(pts []Point) Blob {
 	b := Blob{Points: len(pts)}
 	if len(pts) == 0 {

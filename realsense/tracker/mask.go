@@ -1,6 +1,9 @@
 package tracker
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // Range holds inclusive HSV bounds, as the lower and upper arrays given to
 // cv2.inRange: a pixel is in range when every channel c satisfies
@@ -104,14 +107,16 @@ const lutWords = 1 << 24 / 64
 // construction and safe for concurrent use.
 type Threshold struct {
 	r   Range
-	lut [lutWords]uint64 // bit c&63 of word c>>6, c = b<<16 | g<<8 | r
+	lut [lutWords]uint64 // bit c&63 of word c>>6, c = r<<16 | g<<8 | b
 }
 
 // NewThreshold builds the colour table of r with the conversion c.
 func NewThreshold(c *HSV, r Range) *Threshold {
 	t := &Threshold{r: r}
+	// Indexed by a pixel's three bytes read as a little-endian number, so
+	// that Mask takes them straight from word loads.
 	for col := 0; col < 1<<24; col++ {
-		h, s, v := c.pixel(int32(col>>16), int32(col>>8&255), int32(col&255))
+		h, s, v := c.pixel(int32(col&255), int32(col>>8&255), int32(col>>16))
 		if r.Contains(h, s, v) {
 			t.lut[col>>6] |= 1 << (col & 63)
 		}
@@ -142,17 +147,46 @@ func (t *Threshold) Mask(dst, bgr []byte, depth []uint16, w, h int, lo, hi uint1
 	dst = dst[:n]
 	depth = depth[:n]
 	src := bgr[:3*n]
-	// Depth first: the table is looked up only for pixels in range, which on
-	// real frames are spatially coherent, so the branch predicts well.
-	lut := &t.lut
-	for i, d := range depth {
-		var m byte
-		if d >= lo && d <= hi {
-			p := src[3*i : 3*i+3 : 3*i+3]
-			c := uint32(p[0])<<16 | uint32(p[1])<<8 | uint32(p[2])
-			m = byte(0 - (lut[c>>6] >> (c & 63) & 1))
-		}
-		dst[i] = m
+	if lo > hi {
+		clear(dst)
+		return nil
+	}
+	span := hi - lo
+	// Eight pixels a step: three word loads hold their 24 colour bytes and
+	// one word store their mask bytes.
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		d := depth[i : i+8 : i+8]
+		p := src[3*i : 3*i+24 : 3*i+24]
+		w0 := binary.LittleEndian.Uint64(p[0:])
+		w1 := binary.LittleEndian.Uint64(p[8:])
+		w2 := binary.LittleEndian.Uint64(p[16:])
+		m := t.bit(d[0], lo, span, uint32(w0)) |
+			t.bit(d[1], lo, span, uint32(w0>>24))<<8 |
+			t.bit(d[2], lo, span, uint32(w0>>48|w1<<16))<<16 |
+			t.bit(d[3], lo, span, uint32(w1>>8))<<24 |
+			t.bit(d[4], lo, span, uint32(w1>>32))<<32 |
+			t.bit(d[5], lo, span, uint32(w1>>56|w2<<8))<<40 |
+			t.bit(d[6], lo, span, uint32(w2>>16))<<48 |
+			t.bit(d[7], lo, span, uint32(w2>>40))<<56
+		binary.LittleEndian.PutUint64(dst[i:], m*0xFF)
+	}
+	for ; i < n; i++ {
+		p := src[3*i : 3*i+3 : 3*i+3]
+		c := uint32(p[0]) | uint32(p[1])<<8 | uint32(p[2])<<16
+		dst[i] = byte(t.bit(depth[i], lo, span, c) * 0xFF)
 	}
 	return nil
+}
+
+// bit is 1 when depth d is within [lo, hi] and colour c (the low 24 bits)
+// within the table's Range; span is hi−lo. Depth first: the table is looked up only for
+// pixels in range, which on real frames are spatially coherent, so the
+// branch predicts well.
+func (t *Threshold) bit(d, lo, span uint16, c uint32) uint64 {
+	if d-lo > span { // d−lo wraps when d < lo
+		return 0
+	}
+	c &= 1<<24 - 1
+	return t.lut[c>>6] >> (c & 63) & 1
 }

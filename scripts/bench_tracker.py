@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Compare the pure-Go marker tracker with emioapi's OpenCV pipeline.
+
+The Go test TestWriteFrames (realsense/tracker/frames_test.go) writes the
+benchmark scenes of docs/realsense.md §10 (848x480: clean, emio, stress) as
+raw frames. This script times emioapi's per-frame tracking on them with
+OpenCV on one thread (cvtColor BGR2HSV, inRange on HSV and on depth,
+bitwise_and, findContours RETR_EXTERNAL/CHAIN_APPROX_SIMPLE, contourArea >
+100, moment centroids, depth at the centroid or the median of the filled
+contour's non-zero depths, pixel to mm deprojection), runs the Go
+BenchmarkFrame (Tracker.Process) on the same scenes, and prints per scene
+the OpenCV and Go medians, their ratio, and whether both found the same
+markers (px, py, area, depth).
+
+Usage, from anywhere in the repository:
+
+    python3 scripts/bench_tracker.py [--frames 200] [--warmup 10]
+                                     [--benchtime 2s] [--count 5]
+
+It needs Go and python3 with OpenCV and numpy; without cv2 it says how to
+install it and exits 0.
+"""
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+SCENES = ["clean", "emio", "stress"]
+W, H = 848, 480
+# emioapi's default thresholds and the bridge's depth range
+# (docs/realsense.md §8.2), as DefaultParams and BridgeDepthMin/Max.
+LOWER, UPPER = (36, 138, 35), (90, 255, 255)
+DEPTH_MIN, DEPTH_MAX = 0, 1000
+AREA = 100
+# The intrinsics of frameConfig in realsense/tracker/frames_test.go.
+PPX, PPY, FX, FY = 424.5, 240.25, 421.75, 421.75
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PKG = "./realsense/tracker/"
+
+
+def write_frames(d):
+    env = dict(os.environ, BRIDGE_TRACKER_FRAMES=d)
+    subprocess.run(
+        ["go", "test", "-count=1", "-run", "^TestWriteFrames$", PKG],
+        cwd=REPO, env=env, check=True, stdout=subprocess.DEVNULL)
+
+
+def load(d, name, np):
+    bgr = np.fromfile(os.path.join(d, name + ".bgr"), dtype=np.uint8).reshape(H, W, 3)
+    depth = np.fromfile(os.path.join(d, name + ".z16"), dtype="<u2").reshape(H, W)
+    go = []
+    with open(os.path.join(d, name + ".markers")) as f:
+        for line in f:
+            px, py, area, dz = line.split()
+            go.append((int(px), int(py), float(area), float(dz)))
+    return bgr, depth, go
+
+
+def track(cv2, np, frame, depth):
+    """emioapi's process_frame tracking on one frame; returns the markers."""
+    hsv = cv2.cvtColor(frame, cv2.COLOR_BGR2HSV)
+    mask = cv2.inRange(hsv, np.array(LOWER), np.array(UPPER))
+    dmask = cv2.inRange(depth, DEPTH_MIN, DEPTH_MAX)
+    mask = cv2.bitwise_and(mask, dmask)
+    contours, _ = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
+    out = []
+    for c in contours:
+        area = cv2.contourArea(c)
+        if area <= AREA:
+            continue
+        m = cv2.moments(c)
+        if m["m00"] != 0:
+            cx, cy = int(m["m10"] / m["m00"]), int(m["m01"] / m["m00"])
+        else:
+            cx, cy = 0, 0
+        dz = depth[cy, cx]
+        if dz == 0:
+            cm = np.zeros(mask.shape, np.uint8)
+            cv2.drawContours(cm, [c], -1, 255, -1)
+            vals = depth[(cm == 255) & (depth > 0)]
+            dz = np.median(vals) if len(vals) else 0
+        dz = float(dz)
+        pt = ((cx - PPX) / FX * dz, (cy - PPY) / FY * dz, dz)  # pixels_to_mm
+        out.append((cx, cy, float(area), dz, pt))
+    return out, len(contours)
+
+
+def time_opencv(cv2, np, frame, depth, frames, warmup):
+    for _ in range(warmup):
+        track(cv2, np, frame, depth)
+    ts = []
+    for _ in range(frames):
+        t0 = time.perf_counter()
+        track(cv2, np, frame, depth)
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts) * 1e3
+
+
+def time_go(benchtime, count):
+    r = subprocess.run(
+        ["go", "test", "-run", "^$", "-bench", "^BenchmarkFrame$",
+         "-benchtime", benchtime, "-count", str(count), PKG],
+        cwd=REPO, check=True, capture_output=True, text=True)
+    runs = {}
+    for line in r.stdout.splitlines():
+        m = re.match(r"^BenchmarkFrame/(\w+)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op", line)
+        if m:
+            runs.setdefault(m.group(1), []).append(float(m.group(2)) / 1e6)
+    return {k: statistics.median(v) for k, v in runs.items()}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--frames", type=int, default=200, help="timed OpenCV frames per scene")
+    ap.add_argument("--warmup", type=int, default=10, help="untimed OpenCV frames first")
+    ap.add_argument("--benchtime", default="2s", help="go test -benchtime")
+    ap.add_argument("--count", type=int, default=5, help="go test -count (the median is kept)")
+    args = ap.parse_args()
+    try:
+        import cv2
+        import numpy as np
+    except ImportError as e:
+        print(f"bench_tracker: OpenCV for Python is not available ({e}); install it with\n"
+              "  pip install opencv-python-headless numpy\n"
+              "or\n"
+              "  apt-get install python3-opencv\n"
+              "and run this script again.")
+        return 0
+    cv2.setNumThreads(1)
+
+    with tempfile.TemporaryDirectory(prefix="bench_tracker_") as d:
+        write_frames(d)
+        scenes = {name: load(d, name, np) for name in SCENES}
+    rows, same_all = [], True
+    for name in SCENES:
+        frame, depth, go = scenes[name]
+        cv, ncont = track(cv2, np, frame, depth)
+        cvm = [(x, y, a, dz) for x, y, a, dz, _ in cv]
+        same = cvm == go
+        same_all &= same
+        ms = time_opencv(cv2, np, frame, depth, args.frames, args.warmup)
+        rows.append([name, ncont, len(cv), same, ms, cvm, go])
+    gos = time_go(args.benchtime, args.count)
+
+    print(f"OpenCV {cv2.__version__} (1 thread, median of {args.frames} frames) vs Go "
+          f"BenchmarkFrame (Tracker.Process, median of {args.count} runs), {W}x{H}")
+    print(f"{'scene':8} {'contours':>8} {'markers':>7} {'OpenCV ms':>10} {'Go ms':>8} {'ratio':>7}  same markers")
+    for name, ncont, nm, same, ms, cvm, go in rows:
+        g = gos.get(name)
+        gs = f"{g:8.3f}" if g is not None else f"{'n/a':>8}"
+        ratio = f"{ms / g:6.1f}x" if g else f"{'n/a':>7}"
+        print(f"{name:8} {ncont:8d} {nm:7d} {ms:10.3f} {gs} {ratio}  {'yes' if same else 'NO'}")
+    for name, _, _, same, _, cvm, go in rows:
+        if not same:
+            print(f"{name}: OpenCV markers (px, py, area, depth) {cvm}")
+            print(f"{name}: Go markers                          {go}")
+    print("both found the same markers (px, py, area, depth) on every scene" if same_all
+          else "MISMATCH: OpenCV and Go markers differ (see above)")
+    return 0 if same_all else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
