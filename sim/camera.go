@@ -7,6 +7,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+
+	"github.com/labbridge/bridge/realsense/tracker"
 )
 
 var (
@@ -500,7 +502,7 @@ func clampByte(v float64) uint8 { return uint8(max(0, min(255, v))) }
 // It fails if a board point is not in front of the camera and in the image,
 // where emioapi could not have seen the board.
 func (c *Camera) CalibrationCSV(w io.Writer) error {
-	pts := boardPoints()
+	pts := tracker.BoardPoints() // emioapi's board, in the CSV's row order
 	buf := make([]byte, 0, 256)
 	buf = append(buf, "X,Y,Depth,id\n"...)
 	for i, p := range pts {
@@ -532,32 +534,6 @@ func appendPyFloat(b []byte, v float64) []byte {
 		}
 	}
 	return append(b, ".0"...)
-}
-
-// Calibration board of emioapi (docs/realsense.md §8.4): a 70 mm ArUco
-// square on its elevator at y = −303 + 70 + 3, turned 45° so that its
-// corners lie on the x and z axes.
-const (
-	boardY    = -303 + 70 + 3
-	boardSide = 70.0
-)
-
-// boardPoints are the board's reference points in the row order of
-// camera_2d_points.csv: corners P0..P3, midpoints P0P1, P1P2, P2P3, P3P0 and
-// the centre.
-func boardPoints() [9][3]float64 {
-	h := math.Sqrt(boardSide*boardSide+boardSide*boardSide) / 2
-	var p [9][3]float64
-	p[0] = [3]float64{-h, boardY, 0}
-	p[1] = [3]float64{0, boardY, -h}
-	p[2] = [3]float64{h, boardY, 0}
-	p[3] = [3]float64{0, boardY, h}
-	for i := range 4 {
-		a, b := p[i], p[(i+1)%4]
-		p[4+i] = [3]float64{(a[0] + b[0]) / 2, (a[1] + b[1]) / 2, (a[2] + b[2]) / 2}
-	}
-	p[8] = [3]float64{0, boardY, 0}
-	return p
 }
 
 func sub(a, b [3]float64) [3]float64 { return [3]float64{a[0] - b[0], a[1] - b[1], a[2] - b[2]} }

@@ -504,7 +504,7 @@ func TestCalibrationCSVRoundTrip(t *testing.T) {
 		if !sc.Scan() || sc.Text() != "X,Y,Depth,id" {
 			t.Fatalf("header %q", sc.Text())
 		}
-		board := boardPoints()
+		board := tracker.BoardPoints()
 		row := 0
 		for sc.Scan() {
 			f := strings.Split(sc.Text(), ",")

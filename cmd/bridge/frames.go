@@ -23,18 +23,19 @@ func readColorPNG(path string) (bgr []byte, w, h int, err error) {
 	b := img.Bounds()
 	w, h = b.Dx(), b.Dy()
 	bgr = make([]byte, 3*w*h)
+	// RGBA and NRGBA share a layout; opaque PNGs decode to either.
+	var pix []byte
+	var stride int
 	switch m := img.(type) {
 	case *image.RGBA:
-		for y := range h {
-			row := m.Pix[y*m.Stride:]
-			for x := range w {
-				i := 3 * (y*w + x)
-				bgr[i], bgr[i+1], bgr[i+2] = row[4*x+2], row[4*x+1], row[4*x]
-			}
-		}
+		pix, stride = m.Pix, m.Stride
 	case *image.NRGBA:
+		pix, stride = m.Pix, m.Stride
+	}
+	switch {
+	case pix != nil:
 		for y := range h {
-			row := m.Pix[y*m.Stride:]
+			row := pix[y*stride:]
 			for x := range w {
 				i := 3 * (y*w + x)
 				bgr[i], bgr[i+1], bgr[i+2] = row[4*x+2], row[4*x+1], row[4*x]

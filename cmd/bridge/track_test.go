@@ -119,3 +119,47 @@ func writeParams(t *testing.T, dir string) string {
 	}
 	return p
 }
+
+// Frames survive the PNG round trip bit for bit: colour as 8-bit RGB, depth
+// as 16-bit grey (big-endian in the file), masks as 8-bit grey.
+func TestFramePNGRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	const w, h = 7, 5
+	bgr := make([]byte, 3*w*h)
+	depth := make([]uint16, w*h)
+	for i := range bgr {
+		bgr[i] = byte(i * 37)
+	}
+	for i := range depth {
+		depth[i] = uint16(i*4099 + 1)
+	}
+	cp, dp := filepath.Join(dir, "c.png"), filepath.Join(dir, "d.png")
+	if err := writeColorPNG(cp, bgr, w, h); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeDepthPNG(dp, depth, w, h); err != nil {
+		t.Fatal(err)
+	}
+	gotC, cw, ch, err := readColorPNG(cp)
+	if err != nil || cw != w || ch != h || string(gotC) != string(bgr) {
+		t.Fatalf("colour round trip: %v %dx%d equal=%v", err, cw, ch, string(gotC) == string(bgr))
+	}
+	gotD, dw, dh, err := readDepthPNG(dp)
+	if err != nil || dw != w || dh != h {
+		t.Fatalf("depth round trip: %v %dx%d", err, dw, dh)
+	}
+	for i := range depth {
+		if gotD[i] != depth[i] {
+			t.Fatalf("depth[%d] = %d, want %d", i, gotD[i], depth[i])
+		}
+	}
+	if _, _, _, err := readColorPNG(filepath.Join(dir, "none.png")); err == nil {
+		t.Fatal("missing file read")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bad.png"), []byte("not a png"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := readDepthPNG(filepath.Join(dir, "bad.png")); err == nil || !strings.Contains(err.Error(), "bad.png") {
+		t.Fatalf("corrupt PNG: %v", err)
+	}
+}
