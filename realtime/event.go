@@ -19,6 +19,7 @@ type Event struct {
 	fd   int
 	c    *Clock
 	last atomic.Int64 // clock reading passed to the last Signal
+	one  [8]byte      // the counter increment every Signal writes; read-only after NewEvent
 
 	// Waiter-owned scratch, so that waiting allocates nothing.
 	pfd [1]unix.PollFd
@@ -36,6 +37,7 @@ func NewEvent(c *Clock) (*Event, error) {
 		return nil, fmt.Errorf("realtime: eventfd: %w", err)
 	}
 	e := &Event{fd: fd, c: c}
+	e.one[0] = 1 // the eventfd counter is host-endian; Linux targets are little-endian
 	e.pfd[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
 	return e, nil
 }
@@ -44,10 +46,8 @@ func NewEvent(c *Clock) (*Event, error) {
 // waiter. It does not allocate.
 func (e *Event) Signal(at int64) error {
 	e.last.Store(at)
-	var b [8]byte
-	b[0] = 1 // the eventfd counter is host-endian; Linux targets are little-endian
 	for {
-		_, err := unix.Write(e.fd, b[:])
+		_, err := unix.Write(e.fd, e.one[:])
 		switch err {
 		case nil, unix.EAGAIN: // EAGAIN: the counter is saturated, a wake is pending anyway
 			return nil

@@ -1,0 +1,5 @@
+//go:build !race
+
+package camera
+
+const raceEnabled = false
