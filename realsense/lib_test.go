@@ -200,6 +200,12 @@ func pythonReference(t *testing.T) reference {
 func openPlayback(t *testing.T, lib *Lib, cfg Config) *Camera {
 	t.Helper()
 	cfg.PlaybackFile = fixture
+	if cfg.Timeout == 0 && cfg.Loop {
+		// Each loop reopens and re-parses the recording; on a loaded CI
+		// machine running other test packages beside this one, a restart
+		// has taken longer than the default 5 s.
+		cfg.Timeout = 30 * time.Second
+	}
 	cam, err := lib.OpenCamera(cfg)
 	if err != nil {
 		t.Fatalf("OpenCamera(%+v): %v", cfg, err)

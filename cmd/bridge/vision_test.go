@@ -66,7 +66,7 @@ func TestRealsensePlaybackThroughCamera(t *testing.T) {
 	if _, err := os.Stat(bagFixture); err != nil {
 		t.Skipf("no recording at %s: %v", bagFixture, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	if lib, err := loadRealsense(ctx); err != nil {
 		t.Skipf("librealsense2 not available (%v): pip install pyrealsense2", err)
@@ -75,12 +75,12 @@ func TestRealsensePlaybackThroughCamera(t *testing.T) {
 	}
 	clock := realtime.NewClock()
 	src := &rsSource{clock: clock, pace: int64(time.Second / 30), cfg: realsense.Config{
-		PlaybackFile: bagFixture, Loop: true, Color: true, Depth: true, Timeout: 5 * time.Second,
+		PlaybackFile: bagFixture, Loop: true, Color: true, Depth: true, Timeout: 30 * time.Second,
 	}}
 	defer src.closeLib()
 	var got camera.Stream
 	c, err := camera.New(camera.Config{
-		Name: "bag", Source: src, NbMarkers: 1, Clock: clock,
+		Name: "bag", Source: src, NbMarkers: 1, Clock: clock, StallAfter: 30 * time.Second, // each loop re-parses the file: slow on a loaded machine
 		Tracker: func(st camera.Stream) (*tracker.Tracker, error) {
 			got = st
 			return trackerFor(visionFiles{params: tracker.DefaultParams()}, tracker.Top, tracker.SortY, 1, 0, 1000)(st)
@@ -92,7 +92,7 @@ func TestRealsensePlaybackThroughCamera(t *testing.T) {
 	sctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- c.Serve(sctx) }()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for c.Frames() < 5 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
