@@ -276,8 +276,11 @@ func (l *Link) Tick(ti *TickInfo) {
 	if up && l.haveCmd && l.cfg.Apply == ApplyPrevious {
 		up = l.apply()
 	}
-	if l.ready != nil && !l.ready.Ready() {
-		return // nothing to tell Simulink yet
+	if l.ready != nil && l.ex.Synced() && !l.ready.Ready() {
+		// Nothing to tell Simulink yet. The handshake (seq −1, zero
+		// payload, which the models ignore) may go on, as emioapi's does
+		// before its first frame.
+		return
 	}
 	// While degraded the last measurement is sent again: Simulink keeps its
 	// step and the handshake state survives a device restart.

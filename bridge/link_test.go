@@ -493,13 +493,19 @@ func (p *warmingPlant) Ready() bool { return p.ready }
 
 type countingExchanger struct {
 	fakeExchanger
-	n int
+	n        int
+	unsynced bool
 }
 
 func (c *countingExchanger) Exchange(m, cmd []float64, d int64) udp.Status {
 	c.n++
+	if c.unsynced {
+		return udp.Handshaking
+	}
 	return c.fakeExchanger.Exchange(m, cmd, d)
 }
+
+func (c *countingExchanger) Synced() bool { return !c.unsynced }
 
 // Until the plant's measurement is complete, the link reads it but sends
 // nothing, so Simulink never sees made-up markers.
@@ -519,6 +525,14 @@ func TestNotReadyPlantSendsNothing(t *testing.T) {
 	if ex.n != 0 || l.Applied() != 0 || strings.Join(p.calls, " ") != "measure measure measure" {
 		t.Fatalf("not ready: %d exchanges, %d applied, calls %v", ex.n, l.Applied(), p.calls)
 	}
+	// Before synchronisation the handshake runs (its packets carry no
+	// measurement).
+	ex.unsynced = true
+	l.Tick(&ti)
+	if ex.n != 1 || l.Applied() != 0 {
+		t.Fatalf("handshake while not ready: %d exchanges, %d applied", ex.n, l.Applied())
+	}
+	ex.unsynced, ex.n = false, 0
 	p.ready = true
 	for range 2 {
 		l.Tick(&ti)

@@ -37,10 +37,11 @@ type Reopener interface {
 }
 
 // Readier is a plant whose measurement is incomplete at first: the Emio
-// before its camera's first frame. Until Ready, the link reads the plant but
-// sends nothing to Simulink, as emioapi's bridge sends its first datagram
-// only after the camera's first frame; a controller never integrates a
-// made-up measurement. Ready runs on the loop thread and must not block.
+// before its camera's first frame. Until Ready, the link reads the plant and
+// may complete the handshake, but sends no measurement to Simulink, as
+// emioapi's bridge sends its first after the camera's first frame: a
+// controller never integrates a made-up measurement. Ready runs on the loop
+// thread and must not block.
 type Readier interface {
 	Ready() bool
 }
