@@ -127,9 +127,10 @@ type Camera struct {
 	vec    []float64
 	sample Sample
 
-	frames  atomic.Uint64
-	valid   atomic.Bool
-	serving atomic.Bool
+	frames    atomic.Uint64
+	valid     atomic.Bool
+	serving   atomic.Bool
+	streaming atomic.Bool // between a successful open and the next failure or stop
 }
 
 // New checks cfg.
@@ -186,6 +187,8 @@ func (c *Camera) Serve(ctx context.Context) error {
 		return err
 	}
 	c.cfg.Observer.ObserveUp(true)
+	c.streaming.Store(true)
+	defer c.streaming.Store(false)
 	c.log.Info("camera: streaming", "camera", c.cfg.Name, "width", st.Width, "height", st.Height, "fps", st.FPS)
 	last := c.cfg.Clock.Now()
 	for ctx.Err() == nil {
@@ -274,6 +277,10 @@ func (c *Camera) Markers(_, dst []float64) {
 		c.cfg.Observer.ObserveAge(c.cfg.Clock.Now() - s.Time)
 	}
 }
+
+// Streaming reports whether the source is open and delivering frames (false
+// while the supervisor reopens it).
+func (c *Camera) Streaming() bool { return c.streaming.Load() }
 
 // Ready reports whether a frame has been tracked: before it, the vector is
 // emioapi's initial zeros, not a measurement.

@@ -183,8 +183,14 @@ func TestCameraUnplugReopened(t *testing.T) {
 	go func() { done <- sup.Serve(ctx) }()
 	waitFor(t, "first frames", func() bool { return c.Frames() >= 3 })
 
+	if !c.Streaming() {
+		t.Fatal("not streaming while frames come")
+	}
 	src.setGone(true)
 	waitFor(t, "failure seen", func() bool { return obs.downs.Load() >= 2 }) // the read, then a failed reopen
+	if c.Streaming() {
+		t.Fatal("streaming while unplugged")
+	}
 	vec := make([]float64, 3)
 	held := c.Latest(vec)
 	if !held.Valid || vec[2] != 300 {

@@ -2,6 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -130,5 +134,62 @@ func TestCamerasCommand(t *testing.T) {
 	code, out, stderr := runCLI(t, "cameras")
 	if code != 0 || !strings.Contains(out, "librealsense2 2.") {
 		t.Errorf("cameras: exit %d\n%s%s", code, out, stderr)
+	}
+}
+
+// A camera that cannot stream makes /healthz fail and say why, while the
+// link itself keeps running on its servos; the virtual camera streams and
+// the same link is healthy.
+func TestHealthReportsCameraDown(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	for _, tc := range []struct {
+		kind, serial string
+		code         int
+		body         string
+	}{
+		{"sim", "", http.StatusOK, "ok"},
+		{"realsense", "no-such-camera", http.StatusServiceUnavailable, "camera is not streaming"},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			cfg, err := bridge.ParseConfig(defaultconfig.TOML())
+			if err != nil {
+				t.Fatal(err)
+			}
+			lf := &cfg.Links[0]
+			lf.Camera.Kind, lf.Camera.Serial, lf.Clock = tc.kind, tc.serial, "timer"
+			if err := cfg.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			a, err := wire(cfg, wireOpts{partner: true, ephemeral: true}, "127.0.0.1:0", slog.New(slog.DiscardHandler), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- a.sup.Serve(ctx) }()
+			defer func() {
+				cancel()
+				<-done
+				a.close()
+			}()
+			url := fmt.Sprintf("http://%v/healthz", a.server.Addr())
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				resp, err := http.Get(url)
+				if err == nil {
+					body, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode == tc.code && strings.Contains(string(body), tc.body) {
+						return
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("/healthz: %d %q, want %d %q", resp.StatusCode, body, tc.code, tc.body)
+					}
+				} else if time.Now().After(deadline) {
+					t.Fatal(err)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		})
 	}
 }

@@ -211,6 +211,9 @@ func wire(cfg *bridge.Config, opts wireOpts, metricsAddr string, logger *slog.Lo
 				if s := lp.link.State(); s == bridge.Degraded || s == bridge.Stopped {
 					return fmt.Errorf("link %s is %s", lp.file.Name, s)
 				}
+				if lp.camera != nil && !lp.camera.cam.Streaming() {
+					return fmt.Errorf("link %s: the camera is not streaming (markers held)", lp.file.Name)
+				}
 			}
 			return nil
 		}
