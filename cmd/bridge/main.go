@@ -32,7 +32,7 @@ Usage:
   bridge sim servos [-ids 0,1,2,3]  serve simulated servos on a pseudo-terminal (a virtual U2D2)
   bridge cameras                    list the connected RealSense cameras by serial
   bridge track -color FILE.png      run the marker tracker on saved images (-depth, -params, -json, -mask)
-  bridge bench loop|link [flags]    measure the loop's timing, or a whole link on loopback
+  bridge bench loop|link|servos|tracker  measure the loop, a link on loopback, the servo cycle, the tracker
   bridge startUDP [emioapi flags]   emioapi's "python -m emioapi startUDP", flags honoured
   bridge version                    print the version
 
@@ -131,7 +131,8 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
 		fmt.Fprint(stderr, "Usage: bridge bench loop [flags]   timing of the clock-master loop (lateness percentiles)\n"+
 			"       bridge bench link [flags]   a whole link against a partner on loopback (reply latency)\n"+
-			"       bridge bench servos [flags] the 4-servo cycle on a pseudo-terminal against the wire time\n")
+			"       bridge bench servos [flags] the 4-servo cycle on a pseudo-terminal against the wire time\n"+
+			"       bridge bench tracker [flags] the marker tracker's time per 848x480 frame on three scenes\n")
 		if len(args) == 0 {
 			return errUsage
 		}
@@ -144,8 +145,10 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return benchLink(ctx, args[1:], stdout, stderr)
 	case "servos":
 		return benchServos(ctx, args[1:], stdout, stderr)
+	case "tracker":
+		return benchTracker(ctx, args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "bridge bench: unknown benchmark %q (want loop or link)\n", args[0])
+	fmt.Fprintf(stderr, "bridge bench: unknown benchmark %q (want loop, link, servos or tracker)\n", args[0])
 	return errUsage
 }
 

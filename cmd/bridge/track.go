@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/labbridge/bridge/realsense/tracker"
+	"github.com/labbridge/bridge/realtime"
 )
 
 // defaultIntrinsics are depth intrinsics for saved frames without their own:
@@ -178,6 +181,82 @@ func cmdTrack(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if *maskPath != "" {
 		fmt.Fprintf(stdout, "mask: %s\n", *maskPath)
+	}
+	return nil
+}
+
+// benchTracker is `bridge bench tracker`: the marker tracker's time per frame
+// on the benchmark scenes of docs/realsense.md §10 (848×480), on this machine,
+// one goroutine, against the goals of §11.
+func benchTracker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench tracker", "bench tracker [-frames 300] [-json]", stderr)
+	frames := fs.Int("frames", 300, "timed frames per scene (after 10 untimed)")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *frames < 10 || *frames > 1000000 {
+		return fmt.Errorf("bridge bench tracker: -frames %d: want 10..1000000", *frames)
+	}
+	type row struct {
+		Scene    string  `json:"scene"`
+		Contours int     `json:"contours"`
+		Markers  int     `json:"markers"`
+		MedianMs float64 `json:"median_ms"`
+		P99Ms    float64 `json:"p99_ms"`
+		MaxMs    float64 `json:"max_ms"`
+		GoalMs   float64 `json:"goal_ms"`
+		Allocs   float64 `json:"allocs_per_frame"`
+	}
+	tr, err := tracker.New(tracker.BenchConfig())
+	if err != nil {
+		return err
+	}
+	clock := realtime.NewClock()
+	var rows []row
+	for _, name := range tracker.BenchScenes() {
+		bgr, depth, err := tracker.BenchScene(name)
+		if err != nil {
+			return err
+		}
+		var r tracker.Result
+		for range 10 {
+			if r, err = tr.Process(bgr, depth); err != nil {
+				return err
+			}
+		}
+		ns := make([]int64, *frames)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for i := range ns {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			t0 := clock.Now()
+			if _, err := tr.Process(bgr, depth); err != nil {
+				return err
+			}
+			ns[i] = clock.Now() - t0
+		}
+		runtime.ReadMemStats(&after)
+		slices.Sort(ns)
+		ms := func(q float64) float64 { return float64(ns[min(len(ns)-1, int(q*float64(len(ns))))]) / 1e6 }
+		goal := 1.5 // a realistic scene (docs/realsense.md §11)
+		if name == "stress" {
+			goal = 5
+		}
+		rows = append(rows, row{Scene: name, Contours: r.Contours, Markers: len(r.Markers),
+			MedianMs: ms(0.5), P99Ms: ms(0.99), MaxMs: float64(ns[len(ns)-1]) / 1e6, GoalMs: goal,
+			Allocs: float64(after.Mallocs-before.Mallocs) / float64(len(ns))})
+	}
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(map[string]any{"width": tracker.BenchWidth, "height": tracker.BenchHeight, "frames": *frames, "scenes": rows})
+	}
+	fmt.Fprintf(stdout, "marker tracker, %dx%d, one goroutine, %d frames per scene (docs/realsense.md §10 scenes)\n",
+		tracker.BenchWidth, tracker.BenchHeight, *frames)
+	fmt.Fprintf(stdout, "%-7s %9s %8s %10s %8s %8s %8s %13s\n", "scene", "contours", "markers", "median ms", "p99 ms", "max ms", "goal ms", "allocs/frame")
+	for _, r := range rows {
+		fmt.Fprintf(stdout, "%-7s %9d %8d %10.3f %8.3f %8.3f %8.1f %13.2f\n", r.Scene, r.Contours, r.Markers, r.MedianMs, r.P99Ms, r.MaxMs, r.GoalMs, r.Allocs)
 	}
 	return nil
 }

@@ -163,3 +163,33 @@ func TestFramePNGRoundTrip(t *testing.T) {
 		t.Fatalf("corrupt PNG: %v", err)
 	}
 }
+
+func TestBenchTracker(t *testing.T) {
+	code, out, stderr := runCLI(t, "bench", "tracker", "-frames", "10", "-json")
+	if code != 0 {
+		t.Fatalf("bench tracker: %d\n%s%s", code, out, stderr)
+	}
+	var res struct {
+		Width, Height int
+		Scenes        []struct {
+			Scene    string
+			Contours int
+			Markers  int
+			MedianMs float64 `json:"median_ms"`
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v in %q", err, out)
+	}
+	if res.Width != 848 || len(res.Scenes) != 3 {
+		t.Fatalf("result %+v", res)
+	}
+	for _, s := range res.Scenes {
+		if s.Markers != 4 || s.Contours < 5 || s.MedianMs <= 0 {
+			t.Errorf("scene %+v: want 4 markers and a time", s)
+		}
+	}
+	if code, _, _ := runCLI(t, "bench", "tracker", "-frames", "1"); code != 1 {
+		t.Errorf("-frames 1 accepted")
+	}
+}

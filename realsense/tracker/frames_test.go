@@ -3,108 +3,20 @@ package tracker
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// Whole-frame scenes of docs/realsense.md §10 at the D435's 848×480: four
-// green markers (r = 20, 16, 12, 8), one green disk too small to count
-// (r = 4) and one red disk (r = 18), all with Gaussian colour noise σ = 8,
-// and a zero-depth hole at the centre of the r = 16 marker (the median
-// fallback). Backgrounds:
-//   - clean: grey 110 ± 12, all depth in range;
-//   - emio: uniform RGB noise, depth in range only in a 350×200 patch
-//     around the disks, as a camera looking at the robot;
-//   - stress: uniform RGB noise, all depth in range (the worst case:
-//     tens of thousands of contours at erosion 0).
-var frameScenes = []string{"clean", "emio", "stress"}
+var frameScenes = BenchScenes()
 
-// frameDisk is one disk of the scenes: centre, radius and BGR colour.
-type frameDisk struct {
-	x, y, r int
-	bgr     [3]float64
-}
+func frameConfig() Config { return BenchConfig() }
 
-var (
-	frameGreen = [3]float64{40, 200, 40}
-	frameRed   = [3]float64{40, 40, 220}
-	frameDisks = []frameDisk{
-		{300, 200, 20, frameGreen},
-		{380, 200, 16, frameGreen},
-		{450, 200, 12, frameGreen},
-		{510, 200, 8, frameGreen},
-		{330, 280, 4, frameGreen},
-		{430, 280, 18, frameRed},
-	}
-	// framePatch is the in-range depth patch of the emio scene (x0, y0, x1, y1).
-	framePatch = [4]int{249, 140, 599, 340}
-)
-
-// frameConfig is the bridge's tracker configuration for the scenes:
-// emioapi's default parameters (erosion 0), depth 0–1000 mm, four markers.
-// scripts/bench_tracker.py repeats the intrinsics.
-func frameConfig() Config {
-	return Config{
-		Width: benchW, Height: benchH,
-		Params:   DefaultParams(),
-		DepthMin: BridgeDepthMin, DepthMax: BridgeDepthMax,
-		Intrinsics: Intrinsics{Width: benchW, Height: benchH, PPX: 424.5, PPY: 240.25, FX: 421.75, FY: 421.75},
-		Pose:       IdentityPose(),
-		Side:       Top,
-		NbMarkers:  4,
-	}
-}
-
-// genFrame renders a scene deterministically (PCG seeded per scene).
 func genFrame(name string) (bgr []byte, depth []uint16) {
-	seed := uint64(1234)
-	for _, c := range name {
-		seed = seed*31 + uint64(c)
-	}
-	rng := rand.New(rand.NewPCG(1234, seed))
-	n := benchW * benchH
-	bgr = make([]byte, 3*n)
-	depth = make([]uint16, n)
-	for i := range n {
-		x, y := i%benchW, i/benchW
-		switch name {
-		case "clean":
-			g := byte(98 + rng.IntN(25))
-			bgr[3*i], bgr[3*i+1], bgr[3*i+2] = g, g, g
-			depth[i] = uint16(300 + rng.IntN(400))
-		default:
-			bgr[3*i], bgr[3*i+1], bgr[3*i+2] = byte(rng.IntN(256)), byte(rng.IntN(256)), byte(rng.IntN(256))
-			depth[i] = uint16(300 + rng.IntN(400))
-			if name == "emio" && (x < framePatch[0] || x >= framePatch[2] || y < framePatch[1] || y >= framePatch[3]) {
-				depth[i] = uint16(1100 + rng.IntN(2000)) // beyond the bridge's 1000 mm
-			}
-		}
-	}
-	for _, d := range frameDisks {
-		for y := d.y - d.r; y <= d.y+d.r; y++ {
-			for x := d.x - d.r; x <= d.x+d.r; x++ {
-				if (x-d.x)*(x-d.x)+(y-d.y)*(y-d.y) > d.r*d.r {
-					continue
-				}
-				i := y*benchW + x
-				for c := range 3 {
-					v := math.Round(d.bgr[c] + 8*rng.NormFloat64())
-					bgr[3*i+c] = byte(min(max(v, 0), 255))
-				}
-				depth[i] = uint16(450 + rng.IntN(20))
-			}
-		}
-	}
-	// The hole: invalid depth around the r = 16 marker's centre.
-	h := frameDisks[1]
-	for y := h.y - 2; y <= h.y+2; y++ {
-		for x := h.x - 2; x <= h.x+2; x++ {
-			depth[y*benchW+x] = 0
-		}
+	bgr, depth, err := BenchScene(name)
+	if err != nil {
+		panic(err) // the scene names are BenchScenes'
 	}
 	return bgr, depth
 }
@@ -136,7 +48,7 @@ func TestFrameMarkers(t *testing.T) {
 		}
 		for _, m := range res.Markers {
 			near := false
-			for _, d := range frameDisks[:4] {
+			for _, d := range benchDisks()[:4] {
 				if frameAbs(m.PX-d.x) <= 2 && frameAbs(m.PY-d.y) <= 2 {
 					near = true
 				}
