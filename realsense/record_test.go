@@ -1,0 +1,83 @@
+//go:build cgo
+
+package realsense
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// recordMoving has the real librealsense2 record a multi-frame session from a
+// software device (testdata/record_moving.py) and returns its path.
+func recordMoving(t *testing.T, frames int) string {
+	t.Helper()
+	dir := t.TempDir()
+	var path string
+	var out []byte
+	var err error
+	// librealsense 2.59 records ROS 2 .db3 files, earlier versions ROS 1 .bag.
+	for _, ext := range []string{".db3", ".bag"} {
+		path = filepath.Join(dir, "moving"+ext)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		out, err = exec.CommandContext(ctx, "python3", "testdata/record_moving.py", path, strconv.Itoa(frames)).CombinedOutput()
+		cancel()
+		if err == nil {
+			return path
+		}
+		if strings.Contains(string(out), "No module named") {
+			t.Skipf("python3 lacks pyrealsense2 or numpy (%s): pip install pyrealsense2 numpy", strings.TrimSpace(lastLine(out)))
+		}
+	}
+	t.Fatalf("recording with librealsense2 failed: %v\n%s", err, out)
+	return ""
+}
+
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines[len(lines)-1]
+}
+
+// A recording made by the real library plays back through the binding frame
+// by frame: frame numbers 1..N in order for both streams, the pixels that
+// were recorded (a disk moving 10 px per frame), the recorded intrinsics,
+// and a timeout at the end of a recording played once.
+func TestPlaybackRecordedSession(t *testing.T) {
+	const frames = 10
+	lib := loadLib(t)
+	path := recordMoving(t, frames)
+	cam, err := lib.OpenCamera(Config{PlaybackFile: path, Color: true, Depth: true, Timeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cam.Close()
+	if _, d := cam.Intrinsics(); d.Width != 640 || d.FX != 400 || d.PPX != 320 {
+		t.Errorf("depth intrinsics %+v, want the recorded 640x480 fx 400 ppx 320", d)
+	}
+	f := cam.NewFrame()
+	ctx := context.Background()
+	for k := range frames {
+		if err := cam.Read(ctx, f); err != nil {
+			t.Fatalf("frame %d: %v", k+1, err)
+		}
+		if f.FrameNumber != uint64(k+1) || f.ColorFrameNumber != uint64(k+1) {
+			t.Errorf("read %d: frame numbers depth %d colour %d, want %d", k, f.FrameNumber, f.ColorFrameNumber, k+1)
+		}
+		x, y := 200+10*k, 240
+		i := y*640 + x
+		if f.Depth[i] != 300 || f.Depth[y*640+x+30] != 600 {
+			t.Errorf("frame %d: depth %d at the disk, %d beside it; want 300 and 600", k+1, f.Depth[i], f.Depth[y*640+x+30])
+		}
+		if c := f.Color[3*i : 3*i+3]; c[0] != 40 || c[1] != 200 || c[2] != 40 {
+			t.Errorf("frame %d: colour %v at the disk, want BGR 40 200 40", k+1, c)
+		}
+	}
+	if err := cam.Read(ctx, f); !errors.Is(err, ErrTimeout) {
+		t.Errorf("after the last frame: %v, want ErrTimeout (the recording played once)", err)
+	}
+}
