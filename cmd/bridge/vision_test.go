@@ -7,7 +7,10 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -191,5 +194,76 @@ func TestHealthReportsCameraDown(t *testing.T) {
 				time.Sleep(50 * time.Millisecond)
 			}
 		})
+	}
+}
+
+// A session recorded by the real librealsense2 (a disk moving 10 px per
+// frame) replayed through the camera goroutine: the tracker finds the disk
+// where it was recorded, frame by frame.
+func TestRecordedSessionThroughTracker(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	lib, err := loadRealsense(ctx)
+	if err != nil {
+		t.Skipf("librealsense2 not available (%v): pip install pyrealsense2", err)
+	}
+	lib.Close()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "moving.db3")
+	if out, err := exec.CommandContext(ctx, "python3", "../../realsense/testdata/record_moving.py", path, "10").CombinedOutput(); err != nil {
+		if strings.Contains(string(out), "No module named") {
+			t.Skipf("python3 lacks pyrealsense2 or numpy: pip install pyrealsense2 numpy")
+		}
+		t.Fatalf("recording: %v\n%s", err, out)
+	}
+	clock := realtime.NewClock()
+	src := &rsSource{clock: clock, pace: int64(time.Second / 30), cfg: realsense.Config{
+		PlaybackFile: path, Loop: true, Color: true, Depth: true, Timeout: 30 * time.Second,
+	}}
+	defer src.closeLib()
+	type seen struct {
+		px, py int
+		depth  float64
+		n      int
+	}
+	var mu sync.Mutex
+	got := map[uint64]seen{}
+	c, err := camera.New(camera.Config{
+		Name: "recorded", Source: src, NbMarkers: 1, Clock: clock, StallAfter: 30 * time.Second,
+		Tracker: trackerFor(visionFiles{params: tracker.DefaultParams()}, tracker.Top, tracker.SortY, 1, 0, 1000),
+		OnFrame: func(f *camera.Frame, r *tracker.Result) {
+			s := seen{n: len(r.Markers)}
+			if len(r.Markers) == 1 {
+				s.px, s.py, s.depth = r.Markers[0].PX, r.Markers[0].PY, r.Markers[0].DepthMM
+			}
+			mu.Lock()
+			got[f.Number] = s
+			mu.Unlock()
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Serve(sctx) }()
+	for c.Frames() < 12 && sctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 10 {
+		t.Fatalf("frame numbers seen: %v, want 1..10", got)
+	}
+	for k := uint64(1); k <= 10; k++ {
+		s, ok := got[k]
+		want := 200 + 10*int(k-1)
+		if !ok || s.n != 1 || s.px != want || s.py != 240 || s.depth != 300 {
+			t.Errorf("frame %d: %+v, want one marker at (%d, 240), 300 mm", k, s, want)
+		}
 	}
 }
