@@ -265,9 +265,9 @@ func (m *Motors) Ready() bool {
 type Alert struct {
 	ID           byte
 	Hardware     dynamixel.HardwareError // Hardware Error Status (address 70)
-	TemperatureC int                     // Present Temperature (address 146)
-	LimitC       int                     // Temperature Limit (address 31)
-	Err          error                   // set when the diagnosis could not be read
+	TemperatureC int                     // Present Temperature (address 146); -1 when it could not be read
+	LimitC       int                     // Temperature Limit (address 31); -1 when it could not be read
+	Err          error                   // set when part of the diagnosis could not be read
 }
 
 // noteAlert reads why a servo raised its alert, once until Alert is called:
@@ -281,10 +281,13 @@ func (m *Motors) noteAlert(se *dynamixel.StatusError) {
 	read := func(addr uint16) int {
 		if err := m.bus.Read(se.ID, addr, m.diag[:]); err != nil && !errors.Is(err, dynamixel.ErrAlert) {
 			a.Err = err
+			return -1 // never a stale byte of the previous read
 		}
 		return int(m.diag[0])
 	}
-	a.Hardware = dynamixel.HardwareError(read(dynamixel.AddrHardwareErrorStatus))
+	if hw := read(dynamixel.AddrHardwareErrorStatus); hw >= 0 {
+		a.Hardware = dynamixel.HardwareError(hw)
+	}
 	a.TemperatureC = read(dynamixel.AddrPresentTemperature)
 	a.LimitC = read(dynamixel.AddrTemperatureLimit)
 	m.alert.Store(a)

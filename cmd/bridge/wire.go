@@ -428,7 +428,14 @@ func (a *app) newServos(lf *bridge.LinkFile, logger *slog.Logger, markers emio.M
 	if latency == 0 {
 		latency = 16 * time.Millisecond
 	}
-	cfg.Bus = dynamixel.BusConfig{Baud: p.Baud, LatencyTimer: latency, ReturnDelay: 500 * time.Microsecond, Margin: 3 * time.Millisecond}
+	margin := 3 * time.Millisecond
+	if p.Port == "sim" {
+		// Simulated servos are a goroutine, not hardware: on a loaded
+		// machine (tests beside a camera under the race detector) they
+		// can answer late; a late reply must not read as a dead servo.
+		margin = 20 * time.Millisecond
+	}
+	cfg.Bus = dynamixel.BusConfig{Baud: p.Baud, LatencyTimer: latency, ReturnDelay: 500 * time.Microsecond, Margin: margin}
 	m, err := emio.New(cfg)
 	if err != nil {
 		return nil, nil, err
