@@ -160,7 +160,7 @@ func ParseConfig(data []byte) (*Config, error) {
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("%w: %s", ErrConfig, pe.ErrorWithPosition())
+			return nil, fmt.Errorf("%w: %s", ErrConfig, parseErrorText(pe))
 		}
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
@@ -177,6 +177,19 @@ func ParseConfig(data []byte) (*Config, error) {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// parseErrorText is the TOML error with the offending line shown.
+// toml v1.6.0's ErrorWithPosition indexes out of range on some inputs (a
+// quote before CR LF, found by FuzzParseConfig; upstream BurntSushi/toml
+// issue 517, open); the plain message, with its line, is the fallback.
+func parseErrorText(pe toml.ParseError) (s string) {
+	defer func() {
+		if recover() != nil {
+			s = pe.Error()
+		}
+	}()
+	return pe.ErrorWithPosition()
 }
 
 // LoadConfig reads and parses a file.

@@ -63,6 +63,7 @@ func TestConfigErrorsNameKeyAndRange(t *testing.T) {
 		{"", "no [[link]] table"},
 		{"[[link]]\nname = \"a\"\n[link.partner.controller]\nkind = \"pid\"\n", "partner.controller"},
 		{"[[link\n", "bridge: invalid configuration"},
+		{"\"\r\n", "bridge: invalid configuration"}, // made the TOML library's error formatting panic
 		{"[[link]]\nname = \"a\"\nclock = \"sundial\"\n", "clock = \"sundial\": want timer or camera"},
 		{"[[link]]\nname = \"a\"\nclock = \"camera\"\n", "clock = \"camera\": want \"timer\" when camera.kind = \"none\""},
 		{"[[link]]\nname = \"a\"\n[link.camera]\nkind = \"kinect\"\n", "camera.kind = \"kinect\": want none, sim or realsense"},
