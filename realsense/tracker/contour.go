@@ -45,10 +45,12 @@ type Contours struct {
 	sums   [][3]int64 // twice the signed area, 6·m10 and 6·m01 of each contour, in raster order
 	n      int        // contours of the last Find
 	exact  int        // contours of at most this many vertices have exact integer sums
-	// next is nextDir indexed by the direction the tracer came in
-	// (prevS<<9 | key), with the bit index step of the new direction above
-	// the byte: one load for the tracer's next pixel.
-	next [8 << 9]int32
+	// first is firstDir of neighbourTables; next is its nextDir indexed by
+	// the direction the tracer came in (prevS<<9 | key), with the bit index
+	// step of the new direction above the byte: one load for the tracer's
+	// next pixel.
+	first [512]uint8
+	next  [8 << 9]int32
 }
 
 // planeSlack lets the tracer load two bytes at the last pixels of a plane;
@@ -90,6 +92,8 @@ func NewContours(w, h, maxPoints int) (*Contours, error) {
 	}
 	stride := 1 << shift
 	deltas := [8]int{1, -stride + 1, -stride, -stride - 1, -1, stride - 1, stride, stride + 1}
+	var nextDir *[8 << 9]uint8
+	c.first, nextDir = neighbourTables()
 	for prevS := range 8 {
 		for key := range 512 {
 			e := nextDir[(prevS+4)&7<<9|key]
@@ -285,20 +289,17 @@ func evenBytes(u uint64) uint64 {
 	return (u | u>>16) & 0xFFFFFFFF
 }
 
-// Neighbourhood tables. A 3×3 neighbourhood is a 9-bit key, bit 3·row+col
-// (rows top to bottom, columns left to right, the centre ignored).
-// firstDir[key] is where icvFetchContour's first, clockwise search from
-// direction 3 stops (4 when there is no neighbour: a single pixel).
-// nextDir[s<<9|key] is where its counter-clockwise search from direction
-// s+1 stops (the low three bits), plus 0x80 when that search passed over an
-// empty right neighbour (direction 0): the pixel is then marked markRight.
-var firstDir [512]uint8
-var nextDir [8 << 9]uint8
-
-// dirBit is the key bit of each chain code's neighbour.
-var dirBit = [8]uint{5, 2, 1, 0, 3, 6, 7, 8}
-
-func init() {
+// neighbourTables returns the tracer's neighbourhood tables. A 3×3
+// neighbourhood is a 9-bit key, bit 3·row+col (rows top to bottom, columns
+// left to right, the centre ignored). firstDir[key] is where
+// icvFetchContour's first, clockwise search from direction 3 stops (4 when
+// there is no neighbour: a single pixel). nextDir[s<<9|key] is where its
+// counter-clockwise search from direction s+1 stops (the low three bits),
+// plus 0x80 when that search passed over an empty right neighbour (direction
+// 0): the pixel is then marked markRight.
+func neighbourTables() (firstDir [512]uint8, nextDir *[8 << 9]uint8) {
+	dirBit := [8]uint{5, 2, 1, 0, 3, 6, 7, 8} // the key bit of each chain code's neighbour
+	nextDir = new([8 << 9]uint8)
 	for key := range 512 {
 		set := func(d int) bool { return key>>dirBit[d&7]&1 != 0 }
 		f := 4
@@ -322,6 +323,7 @@ func init() {
 			nextDir[s<<9|key] = e
 		}
 	}
+	return firstDir, nextDir
 }
 
 // follow traces the outer border starting at bit index b0, as OpenCV's
@@ -353,7 +355,7 @@ func (c *Contours) follow(b0 int) (single bool, err error) {
 		binary.LittleEndian.PutUint16(q, binary.LittleEndian.Uint16(q)|(1|right<<8)<<(b&7))
 	}
 	point := func(b int) Point { return Point{int32(b&(stride-1)) - 1, int32(b>>shift) - 1} }
-	s := int(firstDir[key(b0)])
+	s := int(c.first[key(b0)])
 	if s == 4 { // a single pixel
 		mark(b0, 1)
 		if first == cap(c.pts) {
