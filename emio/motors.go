@@ -77,6 +77,7 @@ type Motors struct {
 	diag   [1]byte
 	misses int
 	missed atomic.Uint64
+	ready  interface{ Ready() bool } // the marker source's, when it has one
 }
 
 // New checks cfg; nothing is opened until Open.
@@ -114,6 +115,7 @@ func New(cfg Config) (*Motors, error) {
 	if cfg.Mode == dynamixel.ModeExtendedPosition {
 		m.minP, m.maxP = -1048575, 1048575
 	}
+	m.ready, _ = cfg.Source.(interface{ Ready() bool })
 	return m, nil
 }
 
@@ -255,10 +257,7 @@ func (m *Motors) Measure(dst []float64) error {
 // Ready implements bridge.Readier: the measurement is complete once the
 // marker source (a camera) has one; a source without Ready always has.
 func (m *Motors) Ready() bool {
-	if r, ok := m.cfg.Source.(interface{ Ready() bool }); ok {
-		return r.Ready()
-	}
-	return true
+	return m.ready == nil || m.ready.Ready()
 }
 
 // Alert is a servo's hardware alert with what it reported.

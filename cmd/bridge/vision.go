@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labbridge/bridge/bridge"
@@ -207,8 +208,10 @@ func (a *app) newCamera(lf *bridge.LinkFile, set *metrics.Set, clock *realtime.C
 		if err := os.MkdirAll(cf.SaveFrames, 0o755); err != nil {
 			return nil, fmt.Errorf("camera.save_frames: %w", err)
 		}
-		fs := &frameSaver{dir: cf.SaveFrames, every: uint64(cf.SaveEvery), log: logger, w: cf.Width, h: cf.Height}
-		ccfg.OnFrame = fs.save
+		fs := newFrameSaver(cf.SaveFrames, cf.SaveEvery, cf.Width, cf.Height, logger)
+		ccfg.OnFrame = fs.offer
+		a.bg.Go(fs.run)
+		a.closers = append(a.closers, closerFunc(fs.close))
 		if lc.sim != nil && cf.Calibration == "" {
 			// `bridge track` needs the virtual camera's calibration to
 			// reproduce the positions: save it beside the frames.
@@ -225,26 +228,62 @@ func (a *app) newCamera(lf *bridge.LinkFile, set *metrics.Set, clock *realtime.C
 	return lc, nil
 }
 
-// frameSaver writes every n-th frame as PNGs (colour, depth, mask-free) so
-// that `bridge track` can show offline what the tracker saw.
+// frameSaver writes every n-th frame as PNGs (colour and depth) so that
+// `bridge track` can show offline what the tracker saw. Encoding a PNG takes
+// tens of milliseconds, about a frame period: the camera goroutine only
+// copies the frame into the saver's buffer, and the saver's own goroutine
+// encodes it. A frame that comes while the previous one is still being
+// written is not saved.
 type frameSaver struct {
 	dir   string
 	every uint64
 	w, h  int
 	log   *slog.Logger
-	seen  uint64
+	seen  uint64 // camera goroutine only
+
+	buf     camera.Frame // owned by run while busy is set
+	busy    atomic.Bool
+	pending chan struct{} // capacity 1; closed by close
+	once    sync.Once
 }
 
-func (s *frameSaver) save(f *camera.Frame, r *tracker.Result) {
+func newFrameSaver(dir string, every, w, h int, log *slog.Logger) *frameSaver {
+	return &frameSaver{
+		dir: dir, every: uint64(every), w: w, h: h, log: log,
+		buf:     camera.Frame{Color: make([]byte, 3*w*h), Depth: make([]uint16, w*h)},
+		pending: make(chan struct{}, 1),
+	}
+}
+
+// offer is the camera's OnFrame hook: a copy, never I/O.
+func (s *frameSaver) offer(f *camera.Frame, _ *tracker.Result) {
 	s.seen++
-	if (s.seen-1)%s.every != 0 {
+	if (s.seen-1)%s.every != 0 || len(f.Color) != len(s.buf.Color) || !s.busy.CompareAndSwap(false, true) {
 		return
 	}
-	base := filepath.Join(s.dir, fmt.Sprintf("frame-%06d", f.Number))
-	err := errors.Join(writeColorPNG(base+"-color.png", f.Color, s.w, s.h), writeDepthPNG(base+"-depth.png", f.Depth, s.w, s.h))
-	if err != nil {
-		s.log.Warn("camera: saving a frame", "err", err)
+	copy(s.buf.Color, f.Color)
+	copy(s.buf.Depth, f.Depth)
+	s.buf.Number, s.buf.Time = f.Number, f.Time
+	s.pending <- struct{}{}
+}
+
+// run writes the offered frames until close.
+func (s *frameSaver) run() {
+	for range s.pending {
+		base := filepath.Join(s.dir, fmt.Sprintf("frame-%06d", s.buf.Number))
+		err := errors.Join(writeColorPNG(base+"-color.png", s.buf.Color, s.w, s.h), writeDepthPNG(base+"-depth.png", s.buf.Depth, s.w, s.h))
+		if err != nil {
+			s.log.Warn("camera: saving a frame", "err", err)
+		}
+		s.busy.Store(false)
 	}
+}
+
+// close ends run once the camera has stopped (the app closes its parts
+// after the supervisor has returned).
+func (s *frameSaver) close() error {
+	s.once.Do(func() { close(s.pending) })
+	return nil
 }
 
 // simSource is the virtual lab's camera: at each frame it reads the

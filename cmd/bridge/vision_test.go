@@ -268,3 +268,35 @@ func TestRecordedSessionThroughTracker(t *testing.T) {
 		}
 	}
 }
+
+// The camera's frame hook only copies: the saver's goroutine writes the
+// PNGs, a frame offered while one is being written is skipped, and frames
+// that are not due cost nothing.
+func TestFrameSaverOffThePath(t *testing.T) {
+	dir := t.TempDir()
+	const w, h = 64, 48
+	s := newFrameSaver(dir, 2, w, h, slog.New(slog.DiscardHandler))
+	f := &camera.Frame{Color: make([]byte, 3*w*h), Depth: make([]uint16, w*h)}
+	s.busy.Store(true) // as if a frame were being written
+	f.Number = 1
+	s.offer(f, nil) // due, but the saver is busy: skipped
+	s.busy.Store(false)
+	var wg sync.WaitGroup
+	wg.Go(s.run)
+	for n := uint64(2); n <= 5; n++ {
+		f.Number = n
+		s.offer(f, nil)
+		for s.busy.Load() {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { s.seen = 1; s.offer(f, nil) }); n != 0 {
+		t.Errorf("a frame that is not due allocates %v times", n)
+	}
+	s.close()
+	wg.Wait()
+	saved, _ := filepath.Glob(filepath.Join(dir, "frame-*-color.png"))
+	if len(saved) != 2 || !strings.HasSuffix(saved[0], "frame-000003-color.png") || !strings.HasSuffix(saved[1], "frame-000005-color.png") {
+		t.Errorf("saved %v, want frames 3 and 5 (every 2nd, frame 1 skipped while busy)", saved)
+	}
+}
