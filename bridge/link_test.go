@@ -419,6 +419,18 @@ func (p *recordingPlant) Measure([]float64) error      { p.calls = append(p.call
 func (p *recordingPlant) Command([]float64) error      { p.calls = append(p.calls, "command"); return nil }
 func (p *recordingPlant) Halt(bridge.HaltPolicy) error { p.calls = append(p.calls, "halt"); return nil }
 
+// fourMotorLink is a 1 kHz link of four commands limited to ±1.
+func fourMotorLink(t *testing.T, mode bridge.ApplyMode, p bridge.Plant, ex bridge.Exchanger) *bridge.Link {
+	t.Helper()
+	lim := []bridge.Limit{{-1, 1}, {-1, 1}, {-1, 1}, {-1, 1}}
+	l, err := bridge.NewLink(bridge.LinkConfig{Name: "x", Apply: mode, Loop: bridge.LoopConfig{Period: time.Millisecond, CPU: -1}, Limits: lim},
+		p, ex, realtime.NewClock(), nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 // Requirement 7: each tick reads the motors first, then writes the previous
 // tick's command, then exchanges; with apply = "immediate" the reply is
 // written as soon as it arrives.
@@ -431,13 +443,7 @@ func TestTickOrder(t *testing.T) {
 		{bridge.ApplyImmediate, "measure command measure command measure command"},
 	} {
 		p := &recordingPlant{}
-		ex := &fakeExchanger{status: udp.OK, reply: []float64{0.1, 0.1, 0.1, 0.1}}
-		lim := []bridge.Limit{{-1, 1}, {-1, 1}, {-1, 1}, {-1, 1}}
-		l, err := bridge.NewLink(bridge.LinkConfig{Name: "x", Apply: tc.mode, Loop: bridge.LoopConfig{Period: time.Millisecond, CPU: -1}, Limits: lim},
-			p, ex, realtime.NewClock(), nil, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := fourMotorLink(t, tc.mode, p, &fakeExchanger{status: udp.OK, reply: []float64{0.1, 0.1, 0.1, 0.1}})
 		var ti bridge.TickInfo
 		for range 3 {
 			l.Tick(&ti)
@@ -512,12 +518,7 @@ func (c *countingExchanger) Synced() bool { return !c.unsynced }
 func TestNotReadyPlantSendsNothing(t *testing.T) {
 	p := &warmingPlant{}
 	ex := &countingExchanger{fakeExchanger: fakeExchanger{status: udp.OK, reply: []float64{0.1, 0.1, 0.1, 0.1}}}
-	lim := []bridge.Limit{{-1, 1}, {-1, 1}, {-1, 1}, {-1, 1}}
-	l, err := bridge.NewLink(bridge.LinkConfig{Name: "x", Loop: bridge.LoopConfig{Period: time.Millisecond, CPU: -1}, Limits: lim},
-		p, ex, realtime.NewClock(), nil, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := fourMotorLink(t, bridge.ApplyPrevious, p, ex)
 	var ti bridge.TickInfo
 	for range 3 {
 		l.Tick(&ti)

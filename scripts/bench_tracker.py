@@ -30,13 +30,15 @@ import sys
 import tempfile
 import time
 
+import emio_reference  # beside this script
+
 SCENES = ["clean", "emio", "stress"]
 W, H = 848, 480
-# emioapi's default thresholds and the bridge's depth range
+# emioapi's default parameters and the bridge's depth range
 # (docs/realsense.md §8.2), as DefaultParams and BridgeDepthMin/Max.
-LOWER, UPPER = (36, 138, 35), (90, 255, 255)
+PARAMS = {"hue_l": 36, "hue_h": 90, "sat_l": 138, "sat_h": 255, "value_l": 35, "value_h": 255,
+          "erosion_size": 0, "area": 100}
 DEPTH_MIN, DEPTH_MAX = 0, 1000
-AREA = 100
 # The intrinsics of frameConfig in realsense/tracker/frames_test.go.
 PPX, PPY, FX, FY = 424.5, 240.25, 421.75, 421.75
 
@@ -63,32 +65,8 @@ def load(d, name, np):
 
 
 def track(cv2, np, frame, depth):
-    """emioapi's process_frame tracking on one frame; returns the markers."""
-    hsv = cv2.cvtColor(frame, cv2.COLOR_BGR2HSV)
-    mask = cv2.inRange(hsv, np.array(LOWER), np.array(UPPER))
-    dmask = cv2.inRange(depth, DEPTH_MIN, DEPTH_MAX)
-    mask = cv2.bitwise_and(mask, dmask)
-    contours, _ = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
-    out = []
-    for c in contours:
-        area = cv2.contourArea(c)
-        if area <= AREA:
-            continue
-        m = cv2.moments(c)
-        if m["m00"] != 0:
-            cx, cy = int(m["m10"] / m["m00"]), int(m["m01"] / m["m00"])
-        else:
-            cx, cy = 0, 0
-        dz = depth[cy, cx]
-        if dz == 0:
-            cm = np.zeros(mask.shape, np.uint8)
-            cv2.drawContours(cm, [c], -1, 255, -1)
-            vals = depth[(cm == 255) & (depth > 0)]
-            dz = np.median(vals) if len(vals) else 0
-        dz = float(dz)
-        pt = ((cx - PPX) / FX * dz, (cy - PPY) / FY * dz, dz)  # pixels_to_mm
-        out.append((cx, cy, float(area), dz, pt))
-    return out, len(contours)
+    """emioapi's process_frame tracking on one scene frame."""
+    return emio_reference.track(cv2, np, frame, depth, PARAMS, DEPTH_MIN, DEPTH_MAX, (PPX, PPY, FX, FY))
 
 
 def time_opencv(cv2, np, frame, depth, frames, warmup):
@@ -141,7 +119,7 @@ def main():
     for name in SCENES:
         frame, depth, go = scenes[name]
         cv, ncont = track(cv2, np, frame, depth)
-        cvm = [(x, y, a, dz) for x, y, a, dz, _ in cv]
+        cvm = [(x, y, a, dz) for x, y, a, dz, _, _ in cv]
         same = cvm == go
         same_all &= same
         ms = time_opencv(cv2, np, frame, depth, args.frames, args.warmup)

@@ -49,19 +49,7 @@ func FuzzStream(f *testing.F) {
 			}
 			clk.Advance(1e9)
 		}
-		p.SetReadTimeout(0)
-		var out []byte
-		buf := make([]byte, 4096)
-		for {
-			n, err := p.Read(buf)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n == 0 {
-				break
-			}
-			out = append(out, buf[:n]...)
-		}
+		out := drain(t, p)
 		// Every reply parses: a status, stuffed, or a fast read's packet.
 		for len(out) > 0 {
 			pk, n, err := dynamixel.ParsePacket(out, out[4] != dynamixel.BroadcastID)

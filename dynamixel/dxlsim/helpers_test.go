@@ -63,6 +63,12 @@ func exchangeRaw(t testing.TB, p *dxlsim.Pipe, pkt []byte) []byte {
 	if _, err := p.Write(pkt); err != nil {
 		t.Fatal(err)
 	}
+	return drain(t, p)
+}
+
+// drain reads everything the simulated servos have sent so far.
+func drain(t testing.TB, p *dxlsim.Pipe) []byte {
+	t.Helper()
 	if err := p.SetReadTimeout(0); err != nil {
 		t.Fatal(err)
 	}

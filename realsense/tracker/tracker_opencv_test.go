@@ -12,54 +12,25 @@ import (
 	"time"
 )
 
-// emioCore is the core of emioapi's DepthCamera.process_frame with OpenCV
-// and numpy: HSV threshold, depth threshold, opening, external contours,
-// area filter, centroid, depth (or the median inside the filled contour),
-// deprojection with the depth intrinsics and the calibrated pose.
+// emioCore runs emioapi's DepthCamera.process_frame core with OpenCV and
+// numpy (scripts/emio_reference.py, the reference bench_tracker.py times too)
+// on the frame and configuration written in the directory argv[1].
 const emioCore = `
 import json, sys
 import cv2
 import numpy as np
+sys.path.insert(0, "../../scripts")
+import emio_reference
 d = sys.argv[1]
 cfg = json.load(open(d + "/cfg.json"))
 w, h = cfg["w"], cfg["h"]
 frame = np.fromfile(d + "/bgr.bin", dtype=np.uint8).reshape(h, w, 3)
 depth = np.fromfile(d + "/depth.bin", dtype="<u2").reshape(h, w)
-p = cfg["params"]
-hsv = cv2.cvtColor(frame, cv2.COLOR_BGR2HSV)
-mask = cv2.inRange(hsv, np.array([p["hue_l"], p["sat_l"], p["value_l"]]), np.array([p["hue_h"], p["sat_h"], p["value_h"]]))
-dmask = cv2.inRange(depth, cfg["dmin"], cfg["dmax"])
-mask = cv2.bitwise_and(mask, dmask)
-e = p["erosion_size"]
-if e > 0:
-    k = cv2.getStructuringElement(cv2.MORPH_RECT, (2 * e + 1, 2 * e + 1), (e, e))
-    mask = cv2.erode(mask, k, iterations=3)
-    mask = cv2.dilate(mask, k, iterations=3)
-contours, _ = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
-ppx, ppy, fx, fy = cfg["ppx"], cfg["ppy"], cfg["fx"], cfg["fy"]
-R = np.array(cfg["R"]).reshape(3, 3)
-t = np.array(cfg["T"])
-out = []
-for c in contours:
-    area = cv2.contourArea(c)
-    if area > p["area"]:
-        M = cv2.moments(c)
-        if M["m00"] != 0:
-            cx, cy = int(M["m10"] / M["m00"]), int(M["m01"] / M["m00"])
-        else:
-            cx, cy = 0, 0
-        dz = depth[cy, cx]
-        if dz == 0:
-            cm = np.zeros(mask.shape, np.uint8)
-            cv2.drawContours(cm, [c], -1, 255, -1)
-            vals = depth[(cm == 255) & (depth > 0)]
-            dz = np.median(vals) if len(vals) else 0
-        dz = float(dz)
-        pc = np.array([(cx - ppx) / fx * dz, (cy - ppy) / fy * dz, dz])
-        pw = R @ pc
-        pw += t
-        out.append({"px": cx, "py": cy, "area": area, "depth": dz, "camera": pc.tolist(), "world": pw.tolist()})
-print(json.dumps({"contours": len(contours), "markers": out}))
+markers, contours = emio_reference.track(cv2, np, frame, depth, cfg["params"], cfg["dmin"], cfg["dmax"],
+    (cfg["ppx"], cfg["ppy"], cfg["fx"], cfg["fy"]), np.array(cfg["R"]).reshape(3, 3), np.array(cfg["T"]))
+out = [{"px": x, "py": y, "area": a, "depth": dz, "camera": pc.tolist(), "world": pw.tolist()}
+       for x, y, a, dz, pc, pw in markers]
+print(json.dumps({"contours": contours, "markers": out}))
 `
 
 type cvMarker struct {
