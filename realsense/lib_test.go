@@ -178,22 +178,31 @@ func (r refIntrinsics) intrinsics() Intrinsics {
 // pythonReference runs the pyrealsense2 helper on the fixture, or skips.
 func pythonReference(t *testing.T) reference {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "python3", "testdata/playback_reference.py", fixture)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Skipf("pyrealsense2 reference unavailable (%v: %s); %s", err, strings.TrimSpace(stderr.String()), installPeer)
-	}
 	var ref reference
-	if err := json.Unmarshal(out, &ref); err != nil {
-		t.Fatalf("reference output %q: %v", out, err)
+	var out []byte
+	// The recording holds one frameset; on a loaded machine librealsense's
+	// syncer sometimes drops it as playback starts (the binding's tests of
+	// recorded sessions see the same), so a reading without it is retried.
+	for range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		cmd := exec.CommandContext(ctx, "python3", "testdata/playback_reference.py", fixture)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		var err error
+		out, err = cmd.Output()
+		cancel()
+		if err != nil {
+			t.Skipf("pyrealsense2 reference unavailable (%v: %s); %s", err, strings.TrimSpace(stderr.String()), installPeer)
+		}
+		ref = reference{}
+		if err := json.Unmarshal(out, &ref); err != nil {
+			t.Fatalf("reference output %q: %v", out, err)
+		}
+		if len(ref.Framesets) > 0 {
+			return ref
+		}
 	}
-	if len(ref.Framesets) == 0 {
-		t.Fatalf("reference read no frameset: %s", out)
-	}
+	t.Fatalf("reference read no frameset in 3 playbacks: %s", out)
 	return ref
 }
 
@@ -248,7 +257,15 @@ func TestPlaybackMatchesPyrealsense2(t *testing.T) {
 	}
 	var last uint64
 	for i, want := range ref.Framesets {
-		if err := cam.Read(context.Background(), f); err != nil {
+		err := cam.Read(context.Background(), f)
+		if i == 0 && errors.Is(err, ErrTimeout) {
+			// The single frameset dropped as playback started (see
+			// pythonReference): play the recording once more.
+			t.Logf("first frameset dropped at playback start; reopening")
+			cam = openPlayback(t, lib, Config{Color: true, Depth: true, Timeout: 2 * time.Second})
+			err = cam.Read(context.Background(), f)
+		}
+		if err != nil {
 			t.Fatalf("frameset %d: %v", i, err)
 		}
 		t.Logf("frameset %d: depth #%d colour #%d at %.3f ms", i, f.FrameNumber, f.ColorFrameNumber, f.TimestampMs)
