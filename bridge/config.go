@@ -13,7 +13,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/labbridge/bridge/udp"
+	"github.com/labbridge/bridge/simulink"
 )
 
 // Duration is a TOML string such as "100ms".
@@ -147,7 +147,7 @@ type PlantFile struct {
 // PartnerFile is [link.partner]: the built-in Simulink stand-in of `bridge sim`.
 type PartnerFile struct {
 	Delay      bool               `toml:"delay"`
-	Controller udp.ControllerSpec `toml:"controller"`
+	Controller simulink.ControllerSpec `toml:"controller"`
 }
 
 // PlantKinds lists the plant kinds this build knows.
@@ -258,7 +258,7 @@ func (c *Config) fillDefaults() {
 			l.Loop.DMALatency = new(true)
 		}
 		u := &l.UDP
-		def := udp.DefaultMasterConfig(1)
+		def := simulink.DefaultMasterConfig(1)
 		if u.Remote == "" {
 			u.Remote = def.Remote.String()
 		}
@@ -544,7 +544,7 @@ func (c *Config) Validate() error {
 				}
 			}
 		}
-		if _, err := udp.NewController(l.Partner.Controller, nm, p.Motors, l.RateHz); err != nil {
+		if _, err := simulink.NewController(l.Partner.Controller, nm, p.Motors, l.RateHz); err != nil {
 			bad(k+".partner.controller", err, "a valid controller")
 		}
 	}
@@ -567,10 +567,10 @@ func (l *LinkFile) Period() time.Duration {
 	return time.Duration(math.Round(float64(time.Second) / l.RateHz))
 }
 
-// MasterConfig returns the link's udp.MasterConfig.
-func (l *LinkFile) MasterConfig(motors int) udp.MasterConfig {
+// MasterConfig returns the link's simulink.MasterConfig.
+func (l *LinkFile) MasterConfig(motors int) simulink.MasterConfig {
 	nm := *l.UDP.NbMarkers
-	return udp.MasterConfig{
+	return simulink.MasterConfig{
 		Remote:            netip.MustParseAddrPort(l.UDP.Remote),
 		Bind:              netip.MustParseAddrPort(l.UDP.Bind),
 		Listen:            netip.MustParseAddrPort(l.UDP.Listen),

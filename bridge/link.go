@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/labbridge/bridge/realtime"
-	"github.com/labbridge/bridge/udp"
+	"github.com/labbridge/bridge/simulink"
 )
 
-// Exchanger is the Simulink side of a link: udp.Master satisfies it.
+// Exchanger is the Simulink side of a link: simulink.Master satisfies it.
 type Exchanger interface {
-	Exchange(measure, command []float64, deadline int64) udp.Status
+	Exchange(measure, command []float64, deadline int64) simulink.Status
 	Synced() bool
 }
 

@@ -15,19 +15,19 @@ import (
 	"github.com/labbridge/bridge/bridge"
 	"github.com/labbridge/bridge/realtime"
 	"github.com/labbridge/bridge/sim"
-	"github.com/labbridge/bridge/udp"
+	"github.com/labbridge/bridge/simulink"
 )
 
 var lo = netip.AddrFrom4([4]byte{127, 0, 0, 1})
 
-// rig is a link on real loopback UDP against a udp.Partner, on the in-memory
+// rig is a link on real loopback UDP against a simulink.Partner, on the in-memory
 // plant, driven tick by tick by the test (or by its loop with Serve).
 type rig struct {
 	t       *testing.T
 	clock   *realtime.Clock
-	partner *udp.Partner
-	faults  *udp.Faults
-	master  *udp.Master
+	partner *simulink.Partner
+	faults  *simulink.Faults
+	master  *simulink.Master
 	plant   *sim.Motors
 	link    *bridge.Link
 	ti      bridge.TickInfo
@@ -36,7 +36,7 @@ type rig struct {
 	wg      sync.WaitGroup
 }
 
-func newRig(t *testing.T, ctl udp.ControllerSpec, faults *udp.Faults, period time.Duration) *rig {
+func newRig(t *testing.T, ctl simulink.ControllerSpec, faults *simulink.Faults, period time.Duration) *rig {
 	t.Helper()
 	r := &rig{t: t, clock: realtime.NewClock(), faults: faults, period: period}
 	listen, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
@@ -45,20 +45,20 @@ func newRig(t *testing.T, ctl udp.ControllerSpec, faults *udp.Faults, period tim
 	}
 	replyTo := listen.LocalAddr().(*net.UDPAddr).AddrPort()
 	listen.Close()
-	c, err := udp.NewController(ctl, 1, 4, float64(time.Second/period))
+	c, err := simulink.NewController(ctl, 1, 4, float64(time.Second/period))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.partner, err = udp.NewPartner(udp.PartnerConfig{
+	r.partner, err = simulink.NewPartner(simulink.PartnerConfig{
 		Listen: netip.AddrPortFrom(lo, 0), Accept: netip.AddrPortFrom(lo, 0), ReplyTo: replyTo,
 		MeasureLen: 7, CommandLen: 4, Controller: c, Faults: faults,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mc := udp.DefaultMasterConfig(1)
+	mc := simulink.DefaultMasterConfig(1)
 	mc.Remote, mc.Bind, mc.Listen = r.partner.Addr(), netip.AddrPortFrom(lo, 0), replyTo
-	if r.master, err = udp.NewMaster(mc, r.clock, nil); err != nil {
+	if r.master, err = simulink.NewMaster(mc, r.clock, nil); err != nil {
 		t.Fatal(err)
 	}
 	if r.plant, err = sim.NewMotors(sim.DefaultEmio(), r.clock); err != nil {
@@ -87,7 +87,7 @@ func newRig(t *testing.T, ctl udp.ControllerSpec, faults *udp.Faults, period tim
 }
 
 // tick runs one tick by hand with a receive window of one period.
-func (r *rig) tick() udp.Status {
+func (r *rig) tick() simulink.Status {
 	now := r.clock.Now()
 	r.ti.Deadline, r.ti.Wake = now, now
 	r.ti.Next = now + int64(r.period)
@@ -115,7 +115,7 @@ func (r *rig) goal() []float64 {
 }
 
 func TestTickAllocatesNothing(t *testing.T) {
-	r := newRig(t, udp.ControllerSpec{Kind: "sine", Amplitude: []float64{.1, .1, .1, .1}, Frequency: []float64{1, 1, 1, 1}}, nil, 50*time.Millisecond)
+	r := newRig(t, simulink.ControllerSpec{Kind: "sine", Amplitude: []float64{.1, .1, .1, .1}, Frequency: []float64{1, 1, 1, 1}}, nil, 50*time.Millisecond)
 	r.untilRunning()
 	for range 5 {
 		r.tick()
@@ -137,7 +137,7 @@ func TestTickAllocatesNothing(t *testing.T) {
 // Emioapi's order: the reply of tick k reaches the plant at the start of tick
 // k+1, and the measurement is read before it is applied.
 func TestApplyPreviousOrder(t *testing.T) {
-	r := newRig(t, udp.ControllerSpec{Kind: "constant", U: []float64{0.3, 0.2, 0.1, 0}}, nil, 20*time.Millisecond)
+	r := newRig(t, simulink.ControllerSpec{Kind: "constant", U: []float64{0.3, 0.2, 0.1, 0}}, nil, 20*time.Millisecond)
 	r.untilRunning()
 	if s := r.tick(); !s.Success() {
 		t.Fatalf("status %v", s)
@@ -154,8 +154,8 @@ func TestApplyPreviousOrder(t *testing.T) {
 // The partner stops and comes back: TIMEOUT, then RECONNECTED, then OK, and
 // the command is held throughout.
 func TestPartnerStopsAndComesBack(t *testing.T) {
-	f := &udp.Faults{}
-	r := newRig(t, udp.ControllerSpec{Kind: "constant", U: []float64{0.4, -0.4, 0.2, -0.2}}, f, 20*time.Millisecond)
+	f := &simulink.Faults{}
+	r := newRig(t, simulink.ControllerSpec{Kind: "constant", U: []float64{0.4, -0.4, 0.2, -0.2}}, f, 20*time.Millisecond)
 	r.untilRunning()
 	for range 3 {
 		r.tick()
@@ -165,7 +165,7 @@ func TestPartnerStopsAndComesBack(t *testing.T) {
 		t.Fatalf("goal %v", held)
 	}
 	f.Pause()
-	var seen []udp.Status
+	var seen []simulink.Status
 	for i := 0; i < 10; i++ {
 		seen = append(seen, r.tick())
 		if g := r.goal(); g[0] != held[0] || g[1] != held[1] {
@@ -183,7 +183,7 @@ func TestPartnerStopsAndComesBack(t *testing.T) {
 		seen = append(seen, r.tick())
 	}
 	// The statuses run TIMEOUT…, HANDSHAKING…, RECONNECTED, then successes.
-	order := []udp.Status{udp.Timeout, udp.Handshaking, udp.Reconnected}
+	order := []simulink.Status{simulink.Timeout, simulink.Handshaking, simulink.Reconnected}
 	k := 0
 	for _, s := range seen {
 		if k < len(order) && s == order[k] {
@@ -203,15 +203,15 @@ func TestPartnerStopsAndComesBack(t *testing.T) {
 func TestDuplicatesAndReorderingApplyNothingStale(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		faults *udp.Faults
+		faults *simulink.Faults
 	}{
-		{"duplicate", &udp.Faults{Duplicate: 0.5, Seed: 3}},
-		{"reorder", &udp.Faults{Reorder: 0.3, Seed: 5}},
+		{"duplicate", &simulink.Faults{Duplicate: 0.5, Seed: 3}},
+		{"reorder", &simulink.Faults{Reorder: 0.3, Seed: 5}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// The sine makes every reply distinct: the command says which
 			// seq it answers.
-			r := newRig(t, udp.ControllerSpec{Kind: "sine", Amplitude: []float64{1, 0, 0, 0}, Frequency: []float64{0.01, 0, 0, 0}}, tc.faults, 20*time.Millisecond)
+			r := newRig(t, simulink.ControllerSpec{Kind: "sine", Amplitude: []float64{1, 0, 0, 0}, Frequency: []float64{0.01, 0, 0, 0}}, tc.faults, 20*time.Millisecond)
 			r.untilRunning()
 			prev := math.Inf(-1)
 			for i := 0; i < 150; i++ {
@@ -224,7 +224,7 @@ func TestDuplicatesAndReorderingApplyNothingStale(t *testing.T) {
 				}
 				prev = g
 			}
-			if st := r.master.Stats(); st.Status[udp.Desync] == 0 {
+			if st := r.master.Stats(); st.Status[simulink.Desync] == 0 {
 				t.Errorf("no DESYNC counted: %+v", st.Status)
 			}
 		})
@@ -234,7 +234,7 @@ func TestDuplicatesAndReorderingApplyNothingStale(t *testing.T) {
 // Wrong-size and foreign-source datagrams are dropped and counted; the loop
 // goes on exchanging.
 func TestWrongSizeAndForeignDatagrams(t *testing.T) {
-	r := newRig(t, udp.ControllerSpec{Kind: "constant", U: []float64{0.1, 0.1, 0.1, 0.1}}, nil, 20*time.Millisecond)
+	r := newRig(t, simulink.ControllerSpec{Kind: "constant", U: []float64{0.1, 0.1, 0.1, 0.1}}, nil, 20*time.Millisecond)
 	r.untilRunning()
 	foreign, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 3)})
 	if err != nil {
@@ -262,7 +262,7 @@ func TestWrongSizeAndForeignDatagrams(t *testing.T) {
 		}
 	}
 	st := r.master.Stats()
-	if st.Dropped[udp.DropSize] < 20 || st.Dropped[udp.DropSource] < 10 {
+	if st.Dropped[simulink.DropSize] < 20 || st.Dropped[simulink.DropSource] < 10 {
 		t.Errorf("drops %v", st.Dropped)
 	}
 	if ok < 15 {
@@ -282,10 +282,10 @@ func raw(vals ...float64) []byte {
 // the wire.
 type fakeExchanger struct {
 	reply  []float64
-	status udp.Status
+	status simulink.Status
 }
 
-func (f *fakeExchanger) Exchange(_, command []float64, _ int64) udp.Status {
+func (f *fakeExchanger) Exchange(_, command []float64, _ int64) simulink.Status {
 	if f.status.Success() {
 		copy(command, f.reply)
 	}
@@ -302,7 +302,7 @@ func (c *countingObserver) Clamped()           { c.clamped++ }
 func TestNaNNeverApplied(t *testing.T) {
 	clock := realtime.NewClock()
 	plant, _ := sim.NewMotors(sim.DefaultEmio(), clock)
-	ex := &fakeExchanger{status: udp.OKNoDelay, reply: []float64{0.5, 0.5, 0.5, 0.5}}
+	ex := &fakeExchanger{status: simulink.OKNoDelay, reply: []float64{0.5, 0.5, 0.5, 0.5}}
 	obs := &countingObserver{}
 	lim := []bridge.Limit{{-1, 1}, {-1, 1}, {-1, 1}, {-1, 1}}
 	l, err := bridge.NewLink(bridge.LinkConfig{Name: "x", Loop: bridge.LoopConfig{Period: time.Millisecond, CPU: -1}, Limits: lim},
@@ -339,7 +339,7 @@ func TestNaNNeverApplied(t *testing.T) {
 		t.Fatalf("goal %v clamped %d", g, obs.clamped)
 	}
 	// A TIMEOUT holds too.
-	ex.status = udp.Timeout
+	ex.status = simulink.Timeout
 	l.Tick(&ti)
 	if g := goal(); g[0] != 1 {
 		t.Fatalf("goal %v after a timeout", g)
@@ -349,7 +349,7 @@ func TestNaNNeverApplied(t *testing.T) {
 // The supervisor runs a real loop; the adapter is unplugged and plugged back:
 // the link goes degraded, recovers by itself, and the loop never stops.
 func TestDeviceUnplugDegradesAndRecovers(t *testing.T) {
-	r := newRig(t, udp.ControllerSpec{Kind: "constant", U: []float64{0.2, 0.2, 0.2, 0.2}}, nil, 5*time.Millisecond)
+	r := newRig(t, simulink.ControllerSpec{Kind: "constant", U: []float64{0.2, 0.2, 0.2, 0.2}}, nil, 5*time.Millisecond)
 	var mu sync.Mutex
 	var events []bridge.Event
 	sup := bridge.NewSupervisor(bridge.SupervisorConfig{
@@ -443,7 +443,7 @@ func TestTickOrder(t *testing.T) {
 		{bridge.ApplyImmediate, "measure command measure command measure command"},
 	} {
 		p := &recordingPlant{}
-		l := fourMotorLink(t, tc.mode, p, &fakeExchanger{status: udp.OK, reply: []float64{0.1, 0.1, 0.1, 0.1}})
+		l := fourMotorLink(t, tc.mode, p, &fakeExchanger{status: simulink.OK, reply: []float64{0.1, 0.1, 0.1, 0.1}})
 		var ti bridge.TickInfo
 		for range 3 {
 			l.Tick(&ti)
@@ -456,7 +456,7 @@ func TestTickOrder(t *testing.T) {
 
 // Requirement 6: one measurement datagram per tick, never more.
 func TestOneDatagramPerTick(t *testing.T) {
-	r := newRig(t, udp.ControllerSpec{Kind: "hold"}, nil, 10*time.Millisecond)
+	r := newRig(t, simulink.ControllerSpec{Kind: "hold"}, nil, 10*time.Millisecond)
 	r.untilRunning()
 	before := r.partner.Stats().Received
 	for range 50 {
@@ -472,9 +472,9 @@ func TestOneDatagramPerTick(t *testing.T) {
 // A plant whose vectors do not fit the datagrams is refused at wiring time.
 func TestLinkRefusesMismatchedLengths(t *testing.T) {
 	clock := realtime.NewClock()
-	mc := udp.DefaultMasterConfig(2) // 10 measured values
+	mc := simulink.DefaultMasterConfig(2) // 10 measured values
 	mc.Remote, mc.Bind, mc.Listen = netip.AddrPortFrom(lo, 9), netip.AddrPortFrom(lo, 0), netip.AddrPortFrom(lo, 0)
-	m, err := udp.NewMaster(mc, clock, nil)
+	m, err := simulink.NewMaster(mc, clock, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -503,10 +503,10 @@ type countingExchanger struct {
 	unsynced bool
 }
 
-func (c *countingExchanger) Exchange(m, cmd []float64, d int64) udp.Status {
+func (c *countingExchanger) Exchange(m, cmd []float64, d int64) simulink.Status {
 	c.n++
 	if c.unsynced {
-		return udp.Handshaking
+		return simulink.Handshaking
 	}
 	return c.fakeExchanger.Exchange(m, cmd, d)
 }
@@ -517,7 +517,7 @@ func (c *countingExchanger) Synced() bool { return !c.unsynced }
 // nothing, so Simulink never sees made-up markers.
 func TestNotReadyPlantSendsNothing(t *testing.T) {
 	p := &warmingPlant{}
-	ex := &countingExchanger{fakeExchanger: fakeExchanger{status: udp.OK, reply: []float64{0.1, 0.1, 0.1, 0.1}}}
+	ex := &countingExchanger{fakeExchanger: fakeExchanger{status: simulink.OK, reply: []float64{0.1, 0.1, 0.1, 0.1}}}
 	l := fourMotorLink(t, bridge.ApplyPrevious, p, ex)
 	var ti bridge.TickInfo
 	for range 3 {

@@ -12,15 +12,15 @@ import (
 	"github.com/labbridge/bridge/dynamixel/dxlsim"
 	"github.com/labbridge/bridge/emio"
 	"github.com/labbridge/bridge/realtime"
-	"github.com/labbridge/bridge/udp"
+	"github.com/labbridge/bridge/simulink"
 )
 
 // holdExchanger answers every tick with the same command, as a partner would.
 type holdExchanger struct{ u []float64 }
 
-func (h holdExchanger) Exchange(_, command []float64, _ int64) udp.Status {
+func (h holdExchanger) Exchange(_, command []float64, _ int64) simulink.Status {
 	copy(command, h.u)
-	return udp.OKNoDelay
+	return simulink.OKNoDelay
 }
 func (holdExchanger) Synced() bool { return true }
 

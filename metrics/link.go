@@ -8,11 +8,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/labbridge/bridge/udp"
+	"github.com/labbridge/bridge/simulink"
 )
 
 // Link holds the metric handles of one link. ObserveTick, ObserveOverrun, the
-// udp.Observer methods and the reject counters allocate nothing and take no
+// simulink.Observer methods and the reject counters allocate nothing and take no
 // lock: every series is resolved when the Link is created.
 type Link struct {
 	name string
@@ -20,12 +20,12 @@ type Link struct {
 
 	ticks, overruns, lateReplies, stateChanges prometheus.Counter
 	rejNonFinite, rejLength, rejClamped        prometheus.Counter
-	status                                     [udp.NumStatus]prometheus.Counter
-	dropped                                    [udp.NumDropReason]prometheus.Counter
+	status                                     [simulink.NumStatus]prometheus.Counter
+	dropped                                    [simulink.NumDropReason]prometheus.Counter
 	restarts                                   *prometheus.CounterVec
 }
 
-var _ udp.Observer = (*Link)(nil)
+var _ simulink.Observer = (*Link)(nil)
 
 // linkCollector reports the metrics of one link whose value or layout is
 // specific to that link: histograms with period-derived buckets, the lateness
@@ -97,10 +97,10 @@ func (l *Link) resolve(s *Set, period time.Duration) error {
 	l.rejLength = get(s.rejected, l.name, RejectLength)
 	l.rejClamped = get(s.rejected, l.name, RejectClamped)
 	for i := range l.status {
-		l.status[i] = get(s.status, l.name, udp.Status(i).String())
+		l.status[i] = get(s.status, l.name, simulink.Status(i).String())
 	}
 	for i := range l.dropped {
-		l.dropped[i] = get(s.dropped, l.name, udp.DropReason(i).String())
+		l.dropped[i] = get(s.dropped, l.name, simulink.DropReason(i).String())
 	}
 	if err != nil {
 		return err
@@ -140,15 +140,15 @@ func (l *Link) ObserveOverrun(periods int) {
 	}
 }
 
-// Exchanged implements udp.Observer: one call per tick with its status.
+// Exchanged implements simulink.Observer: one call per tick with its status.
 // Unknown statuses are ignored.
-func (l *Link) Exchanged(s udp.Status) {
+func (l *Link) Exchanged(s simulink.Status) {
 	if int(s) < len(l.status) {
 		l.status[s].Inc()
 	}
 }
 
-// Reply implements udp.Observer: it records the reply latency (negative counts
+// Reply implements simulink.Observer: it records the reply latency (negative counts
 // as 0) and counts late replies.
 func (l *Link) Reply(latencyNs int64, late bool) {
 	l.coll.reply.Observe(seconds(latencyNs))
@@ -157,8 +157,8 @@ func (l *Link) Reply(latencyNs int64, late bool) {
 	}
 }
 
-// Dropped implements udp.Observer. Unknown reasons are ignored.
-func (l *Link) Dropped(r udp.DropReason) {
+// Dropped implements simulink.Observer. Unknown reasons are ignored.
+func (l *Link) Dropped(r simulink.DropReason) {
 	if int(r) < len(l.dropped) {
 		l.dropped[r].Inc()
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/labbridge/bridge/udp"
+	"github.com/labbridge/bridge/simulink"
 )
 
 // gather returns the families of reg by name.
@@ -191,14 +191,14 @@ func TestGatheredMetrics(t *testing.T) {
 	}
 	// Every labelled series exists at 0 before anything happened.
 	for _, link := range []string{"servo", "camera"} {
-		for i := range udp.NumStatus {
-			st := udp.Status(i).String()
+		for i := range simulink.NumStatus {
+			st := simulink.Status(i).String()
 			if v := value(series(t, fams, "bridge_link_status_total", map[string]string{"link": link, "status": st})); v != 0 {
 				t.Errorf("status %s = %v, want 0", st, v)
 			}
 		}
-		for i := range udp.NumDropReason {
-			r := udp.DropReason(i).String()
+		for i := range simulink.NumDropReason {
+			r := simulink.DropReason(i).String()
 			if v := value(series(t, fams, "bridge_link_dropped_datagrams_total", map[string]string{"link": link, "reason": r})); v != 0 {
 				t.Errorf("dropped %s = %v, want 0", r, v)
 			}
@@ -232,14 +232,14 @@ func TestGatheredMetrics(t *testing.T) {
 	fast.ObserveOverrun(2)
 	fast.ObserveOverrun(0)
 	fast.ObserveOverrun(-3)
-	fast.Exchanged(udp.OKNoDelay)
-	fast.Exchanged(udp.OKNoDelay)
-	fast.Exchanged(udp.Timeout)
-	fast.Exchanged(udp.Status(200)) // ignored
+	fast.Exchanged(simulink.OKNoDelay)
+	fast.Exchanged(simulink.OKNoDelay)
+	fast.Exchanged(simulink.Timeout)
+	fast.Exchanged(simulink.Status(200)) // ignored
 	fast.Reply(400_000, false)
 	fast.Reply(1_500_000, true)
-	fast.Dropped(udp.DropSource)
-	fast.Dropped(udp.DropReason(99)) // ignored
+	fast.Dropped(simulink.DropSource)
+	fast.Dropped(simulink.DropReason(99)) // ignored
 	fast.RejectedNonFinite()
 	fast.RejectedLength()
 	fast.RejectedLength()
@@ -378,9 +378,9 @@ func TestHotPathAllocs(t *testing.T) {
 	}{
 		{"ObserveTick", func() { n++; l.ObserveTick(n*1000, n*300) }},
 		{"ObserveOverrun", func() { l.ObserveOverrun(1) }},
-		{"Exchanged", func() { l.Exchanged(udp.OK) }},
+		{"Exchanged", func() { l.Exchanged(simulink.OK) }},
 		{"Reply", func() { n++; l.Reply(n*500, n%2 == 0) }},
-		{"Dropped", func() { l.Dropped(udp.DropStale) }},
+		{"Dropped", func() { l.Dropped(simulink.DropStale) }},
 		{"RejectedNonFinite", l.RejectedNonFinite},
 		{"RejectedLength", l.RejectedLength},
 		{"Clamped", l.Clamped},
@@ -391,9 +391,9 @@ func TestHotPathAllocs(t *testing.T) {
 		}
 	}
 	// Through the interface, as the UDP master calls it.
-	var o udp.Observer = l
-	if a := testing.AllocsPerRun(1000, func() { o.Exchanged(udp.Desync); o.Reply(1, false); o.Dropped(udp.DropSize) }); a != 0 {
-		t.Errorf("udp.Observer calls: %v allocations, want 0", a)
+	var o simulink.Observer = l
+	if a := testing.AllocsPerRun(1000, func() { o.Exchanged(simulink.Desync); o.Reply(1, false); o.Dropped(simulink.DropSize) }); a != 0 {
+		t.Errorf("simulink.Observer calls: %v allocations, want 0", a)
 	}
 }
 
@@ -417,7 +417,7 @@ func BenchmarkObserverExchange(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		l.Exchanged(udp.OKNoDelay)
+		l.Exchanged(simulink.OKNoDelay)
 		l.Reply(400_000, false)
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/labbridge/bridge/udp"
+	"github.com/labbridge/bridge/simulink"
 )
 
 // linkWithTraffic returns a served registry whose link "emio" has seen ticks.
@@ -28,10 +28,10 @@ func linkWithTraffic(t *testing.T) string {
 	}
 	for i := range 42 {
 		l.ObserveTick(int64(i)*1000, 5000)
-		l.Exchanged(udp.OKNoDelay)
+		l.Exchanged(simulink.OKNoDelay)
 		l.Reply(30_000, false)
 	}
-	l.Dropped(udp.DropSize)
+	l.Dropped(simulink.DropSize)
 	if err := l.SetState(StateRunning); err != nil {
 		t.Fatal(err)
 	}

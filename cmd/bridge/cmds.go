@@ -22,7 +22,7 @@ import (
 	"github.com/labbridge/bridge/latency"
 	"github.com/labbridge/bridge/loopbench"
 	"github.com/labbridge/bridge/sdnotify"
-	"github.com/labbridge/bridge/udp"
+	"github.com/labbridge/bridge/simulink"
 )
 
 // cmdRun is `bridge run` and, with simulate, `bridge sim`.
@@ -105,9 +105,9 @@ func cmdStartUDP(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	side := fs.String("side", "plan", "marker frame: top, front or plan")
 	sort := fs.String("sort", "y", "marker order: y or z")
 	remoteIP := fs.String("remote_ip", "127.0.0.1", "Simulink host")
-	remotePort := fs.Int("remote_port", udp.DefaultRemotePort, "Simulink's UDP Receive port")
-	localPort := fs.Int("local_port", udp.DefaultLocalPort, "port replies arrive on")
-	bindPort := fs.Int("bind_port", udp.DefaultBindPort, "source port of measurements (the models accept only 9090)")
+	remotePort := fs.Int("remote_port", simulink.DefaultRemotePort, "Simulink's UDP Receive port")
+	localPort := fs.Int("local_port", simulink.DefaultLocalPort, "port replies arrive on")
+	bindPort := fs.Int("bind_port", simulink.DefaultBindPort, "source port of measurements (the models accept only 9090)")
 	recvTimeout := fs.Float64("recv_timeout", 0.1, "reply timeout in seconds")
 	config := fs.String("config", "", "base configuration (default ./bridge.toml, else the embedded default)")
 	duration := fs.Duration("duration", 0, "stop after this long (0 = until SIGINT/SIGTERM)")
@@ -184,10 +184,10 @@ func applyEmioFlags(cfg *bridge.Config, f emioFlags) error {
 			l.Plant.Y0 = append(l.Plant.Y0, y0[0], y0[1]-40*float64(i), y0[2])
 			l.Plant.J = append(l.Plant.J, j...)
 		}
-		l.Partner.Controller = udp.ControllerSpec{Kind: "hold"}
+		l.Partner.Controller = simulink.ControllerSpec{Kind: "hold"}
 	} else if len(l.Plant.Y0) != 3*f.nbMarkers {
 		l.Plant.Y0, l.Plant.J = nil, nil
-		l.Partner.Controller = udp.ControllerSpec{Kind: "hold"}
+		l.Partner.Controller = simulink.ControllerSpec{Kind: "hold"}
 	}
 	l.Side, l.Sort = f.side, f.sort
 	return cfg.Validate()
@@ -219,7 +219,7 @@ func cmdPartner(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	spec := udp.ControllerSpec{Kind: *controller}
+	spec := simulink.ControllerSpec{Kind: *controller}
 	switch *controller {
 	case "constant":
 		v, err := parseFloats(*u)
@@ -247,7 +247,7 @@ func cmdPartner(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return fmt.Errorf("bridge partner: no link %q in %s", *linkName, *config)
 		}
 	}
-	ctl, err := udp.NewController(spec, *nbMarkers, *motors, *rate)
+	ctl, err := simulink.NewController(spec, *nbMarkers, *motors, *rate)
 	if err != nil {
 		return err
 	}
@@ -275,9 +275,9 @@ func cmdPartner(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	// Always present, so that SIGUSR1 can pause the partner like a stopped
 	// Simulink model.
-	faults := &udp.Faults{Drop: *drop, Duplicate: *dup, Reorder: *reorder, WrongSize: *wrong, Delay: *replyDelay, Seed: *seed}
+	faults := &simulink.Faults{Drop: *drop, Duplicate: *dup, Reorder: *reorder, WrongSize: *wrong, Delay: *replyDelay, Seed: *seed}
 	logger := newLogger(bridge.ServiceConfig{LogLevel: "info", LogFormat: "auto"}, stderr)
-	p, err := udp.NewPartner(udp.PartnerConfig{
+	p, err := simulink.NewPartner(simulink.PartnerConfig{
 		Listen: la, Accept: aa, ReplyTo: ra, MeasureLen: 3**nbMarkers + *motors, CommandLen: *motors,
 		Delay: *delay, Controller: ctl, Faults: faults, Logger: logger,
 	})
@@ -356,14 +356,14 @@ type latencyObserver struct {
 	late uint64
 }
 
-func (o *latencyObserver) Exchanged(udp.Status) {}
+func (o *latencyObserver) Exchanged(simulink.Status) {}
 func (o *latencyObserver) Reply(ns int64, late bool) {
 	o.h.Record(ns)
 	if late {
 		o.late++
 	}
 }
-func (o *latencyObserver) Dropped(udp.DropReason) {}
+func (o *latencyObserver) Dropped(simulink.DropReason) {}
 
 // benchLink is `bridge bench link`: one link with the simulated plant against
 // the built-in partner on loopback, reporting reply latency.
@@ -392,7 +392,7 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	cfg.Links = cfg.Links[:1]
 	l := &cfg.Links[0]
 	l.RateHz, l.Loop.Priority, l.Loop.CPU, l.Loop.DMALatency = *rate, *priority, cpu, dma
-	l.Partner.Controller = udp.ControllerSpec{Kind: "hold"}
+	l.Partner.Controller = simulink.ControllerSpec{Kind: "hold"}
 	// The link alone, on its own clock: the camera has its own benchmark
 	// (the tracker's) and would pace the loop at its frame rate.
 	l.Clock, l.Camera.Kind = "timer", "none"
@@ -419,7 +419,7 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		defer stop()
 		opts = wireOpts{}
 	}
-	a, err := wire(cfg, opts, "", logger, func(string) udp.Observer { return obs })
+	a, err := wire(cfg, opts, "", logger, func(string) simulink.Observer { return obs })
 	if err != nil {
 		return err
 	}
@@ -438,7 +438,7 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		Status:    map[string]uint64{},
 	}
 	for i, n := range st.Status {
-		res.Status[udp.Status(i).String()] = n
+		res.Status[simulink.Status(i).String()] = n
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -450,7 +450,7 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fmt.Fprintf(stdout, "reply latency µs  p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f\n",
 		res.LatencyUs.P50, res.LatencyUs.P99, res.LatencyUs.P999, res.LatencyUs.Max)
 	fmt.Fprintf(stdout, "status  OK %d  OK_NO_DELAY %d  DESYNC %d  TIMEOUT %d  RECONNECTED %d  HANDSHAKING %d\n",
-		st.Status[udp.OK], st.Status[udp.OKNoDelay], st.Status[udp.Desync], st.Status[udp.Timeout], st.Status[udp.Reconnected], st.Status[udp.Handshaking])
+		st.Status[simulink.OK], st.Status[simulink.OKNoDelay], st.Status[simulink.Desync], st.Status[simulink.Timeout], st.Status[simulink.Reconnected], st.Status[simulink.Handshaking])
 	return nil
 }
 

@@ -24,7 +24,7 @@ import (
 	"github.com/labbridge/bridge/realtime"
 	"github.com/labbridge/bridge/sdnotify"
 	"github.com/labbridge/bridge/sim"
-	"github.com/labbridge/bridge/udp"
+	"github.com/labbridge/bridge/simulink"
 )
 
 // loadConfig reads path, or ./bridge.toml, or the embedded default.
@@ -71,9 +71,9 @@ type wireOpts struct {
 type linkParts struct {
 	file    *bridge.LinkFile
 	link    *bridge.Link
-	master  *udp.Master
+	master  *simulink.Master
 	plant   bridge.Plant
-	partner *udp.Partner
+	partner *simulink.Partner
 	metrics *metrics.Link
 	camera  *linkCamera
 }
@@ -142,7 +142,7 @@ func reservePort() (netip.AddrPort, error) {
 }
 
 // wire builds everything the configuration describes. Nothing runs yet.
-func wire(cfg *bridge.Config, opts wireOpts, metricsAddr string, logger *slog.Logger, obs func(name string) udp.Observer) (*app, error) {
+func wire(cfg *bridge.Config, opts wireOpts, metricsAddr string, logger *slog.Logger, obs func(name string) simulink.Observer) (*app, error) {
 	if cfg.Service.GOMAXPROCS > 0 {
 		runtime.GOMAXPROCS(cfg.Service.GOMAXPROCS)
 	}
@@ -232,7 +232,7 @@ func wire(cfg *bridge.Config, opts wireOpts, metricsAddr string, logger *slog.Lo
 }
 
 func (a *app) wireLink(lf *bridge.LinkFile, opts wireOpts, set *metrics.Set, clock *realtime.Clock,
-	logger *slog.Logger, obs func(string) udp.Observer) (*linkParts, error) {
+	logger *slog.Logger, obs func(string) simulink.Observer) (*linkParts, error) {
 	lp := &linkParts{file: lf}
 	mcfg := lf.MasterConfig(lf.Plant.Motors)
 	if opts.ephemeral {
@@ -245,7 +245,7 @@ func (a *app) wireLink(lf *bridge.LinkFile, opts wireOpts, set *metrics.Set, clo
 		mcfg.Listen = listen
 	}
 	if opts.partner {
-		ctl, err := udp.NewController(lf.Partner.Controller, *lf.UDP.NbMarkers, lf.Plant.Motors, lf.RateHz)
+		ctl, err := simulink.NewController(lf.Partner.Controller, *lf.UDP.NbMarkers, lf.Plant.Motors, lf.RateHz)
 		if err != nil {
 			return nil, err
 		}
@@ -256,7 +256,7 @@ func (a *app) wireLink(lf *bridge.LinkFile, opts wireOpts, set *metrics.Set, clo
 			accept = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 0)
 		}
 		replyTo := netip.AddrPortFrom(mcfg.Remote.Addr(), mcfg.Listen.Port())
-		p, err := udp.NewPartner(udp.PartnerConfig{
+		p, err := simulink.NewPartner(simulink.PartnerConfig{
 			Listen: listen, Accept: accept, ReplyTo: replyTo,
 			MeasureLen: mcfg.MeasureLen, CommandLen: mcfg.CommandLen,
 			Delay: lf.Partner.Delay, Controller: ctl, Logger: logger.With("partner", lf.Name),
@@ -273,11 +273,11 @@ func (a *app) wireLink(lf *bridge.LinkFile, opts wireOpts, set *metrics.Set, clo
 		return nil, err
 	}
 	lp.metrics = ml
-	var mobs udp.Observer = ml
+	var mobs simulink.Observer = ml
 	if obs != nil {
 		mobs = fanout{ml, obs(lf.Name)}
 	}
-	m, err := udp.NewMaster(mcfg, clock, mobs)
+	m, err := simulink.NewMaster(mcfg, clock, mobs)
 	if err != nil {
 		return nil, err
 	}
@@ -464,11 +464,11 @@ type closerFunc func() error
 func (f closerFunc) Close() error { return f() }
 
 // fanout sends the master's observations to two observers.
-type fanout struct{ a, b udp.Observer }
+type fanout struct{ a, b simulink.Observer }
 
-func (f fanout) Exchanged(s udp.Status)    { f.a.Exchanged(s); f.b.Exchanged(s) }
+func (f fanout) Exchanged(s simulink.Status)    { f.a.Exchanged(s); f.b.Exchanged(s) }
 func (f fanout) Reply(ns int64, late bool) { f.a.Reply(ns, late); f.b.Reply(ns, late) }
-func (f fanout) Dropped(r udp.DropReason)  { f.a.Dropped(r); f.b.Dropped(r) }
+func (f fanout) Dropped(r simulink.DropReason)  { f.a.Dropped(r); f.b.Dropped(r) }
 
 // describe says where each link sends and waits.
 func (a *app) describe(w io.Writer) {
@@ -477,7 +477,7 @@ func (a *app) describe(w io.Writer) {
 		from, _ := lp.master.LocalAddr()
 		at, _ := lp.master.ListenAddr()
 		fmt.Fprintf(w, "link %s: %g Hz, sends %d-byte datagrams from %v to %v, waits for %d-byte replies on %v",
-			lp.file.Name, lp.file.RateHz, udp.DatagramSize(mc.MeasureLen), from, mc.Remote, udp.DatagramSize(mc.CommandLen), at)
+			lp.file.Name, lp.file.RateHz, simulink.DatagramSize(mc.MeasureLen), from, mc.Remote, simulink.DatagramSize(mc.CommandLen), at)
 		if lp.partner != nil {
 			fmt.Fprintf(w, " (built-in partner, %s controller)", orDefault(lp.file.Partner.Controller.Kind, "hold"))
 		}
@@ -503,8 +503,8 @@ func statusLine(lp *linkParts) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-8s %-11s seq %-7d %-11s rtt %-9v ok %d/%d late %d timeout %d desync %d reconn %d drop %d overrun %d cmd [",
 		lp.file.Name, lp.link.State(), st.Seq, st.LastStatus, st.LastLatency.Round(time.Microsecond),
-		st.Status[udp.OK], st.Status[udp.OKNoDelay], st.Late, st.Status[udp.Timeout], st.Status[udp.Desync],
-		st.Status[udp.Reconnected], sumDrops(st), lp.link.Overruns())
+		st.Status[simulink.OK], st.Status[simulink.OKNoDelay], st.Late, st.Status[simulink.Timeout], st.Status[simulink.Desync],
+		st.Status[simulink.Reconnected], sumDrops(st), lp.link.Overruns())
 	for i, v := range cmd {
 		if i > 0 {
 			b.WriteByte(' ')
@@ -533,7 +533,7 @@ func statusLine(lp *linkParts) string {
 	return b.String()
 }
 
-func sumDrops(st udp.MasterStats) uint64 {
+func sumDrops(st simulink.MasterStats) uint64 {
 	var n uint64
 	for _, d := range st.Dropped {
 		n += d

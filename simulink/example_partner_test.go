@@ -1,4 +1,4 @@
-package udp_test
+package simulink_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/labbridge/bridge/udp"
+	"github.com/labbridge/bridge/simulink"
 )
 
 // A Partner running the jacobian model's closed loop answers one measurement
@@ -27,7 +27,7 @@ func ExamplePartner() {
 	}
 	defer replies.Close()
 
-	ctl, err := udp.NewController(udp.ControllerSpec{
+	ctl, err := simulink.NewController(simulink.ControllerSpec{
 		Kind:  "jacobian",
 		Alpha: 0.05,
 		Jinv: []float64{
@@ -43,7 +43,7 @@ func ExamplePartner() {
 		fmt.Println(err)
 		return
 	}
-	p, err := udp.NewPartner(udp.PartnerConfig{
+	p, err := simulink.NewPartner(simulink.PartnerConfig{
 		Listen:     loopback,
 		Accept:     master.LocalAddr().(*net.UDPAddr).AddrPort(),
 		ReplyTo:    replies.LocalAddr().(*net.UDPAddr).AddrPort(),
@@ -68,7 +68,7 @@ func ExamplePartner() {
 	buf := make([]byte, 128)
 	u := make([]float64, 4)
 	for seq := range int64(2) {
-		n, _ := udp.MarshalTo(buf, seq, []float64{2.5, -140, -6.2, 0, 0, 0, 0})
+		n, _ := simulink.MarshalTo(buf, seq, []float64{2.5, -140, -6.2, 0, 0, 0, 0})
 		if _, err := master.WriteToUDPAddrPort(buf[:n], p.Addr()); err != nil {
 			fmt.Println(err)
 			return
@@ -79,7 +79,7 @@ func ExamplePartner() {
 			fmt.Println(err)
 			return
 		}
-		back, err := udp.Unmarshal(buf[:n], u)
+		back, err := simulink.Unmarshal(buf[:n], u)
 		if err != nil {
 			fmt.Println(err)
 			return

@@ -1,4 +1,4 @@
-package udp
+package simulink
 
 import (
 	"context"
@@ -59,9 +59,9 @@ type PartnerStats struct {
 var (
 	// ErrPartnerConfig reports an invalid PartnerConfig; the error is a
 	// *PartnerConfigError naming the field.
-	ErrPartnerConfig = errors.New("udp: invalid partner config")
+	ErrPartnerConfig = errors.New("simulink: invalid partner config")
 	// ErrPartnerClosed reports a Serve after Close or after an earlier Serve.
-	ErrPartnerClosed = errors.New("udp: partner closed")
+	ErrPartnerClosed = errors.New("simulink: partner closed")
 )
 
 // PartnerConfigError names the bad PartnerConfig field and the allowed values.
@@ -70,7 +70,7 @@ type PartnerConfigError struct {
 	Reason string
 }
 
-func (e *PartnerConfigError) Error() string { return "udp: partner " + e.Field + ": " + e.Reason }
+func (e *PartnerConfigError) Error() string { return "simulink: partner " + e.Field + ": " + e.Reason }
 
 // Unwrap makes errors.Is(err, ErrPartnerConfig) hold.
 func (e *PartnerConfigError) Unwrap() error { return ErrPartnerConfig }
@@ -212,7 +212,7 @@ func (p *Partner) bind(listen netip.AddrPort) error {
 	listen = netip.AddrPortFrom(listen.Addr().Unmap(), listen.Port())
 	rx, err := net.ListenUDP(partnerNetwork(listen.Addr()), net.UDPAddrFromAddrPort(listen))
 	if err != nil {
-		return fmt.Errorf("udp: partner listen on %v: %w", listen, err)
+		return fmt.Errorf("simulink: partner listen on %v: %w", listen, err)
 	}
 	// Like Simulink's UDP Send (LocalAddress 0.0.0.0, LocalPort −1): the
 	// wildcard address and an ephemeral port.
@@ -224,7 +224,7 @@ func (p *Partner) bind(listen netip.AddrPort) error {
 	tx, err := net.ListenUDP(partnerNetwork(to), net.UDPAddrFromAddrPort(netip.AddrPortFrom(wild, 0)))
 	if err != nil {
 		rx.Close()
-		return fmt.Errorf("udp: partner reply socket: %w", err)
+		return fmt.Errorf("simulink: partner reply socket: %w", err)
 	}
 	// The kernel picks the source address per datagram; a connected probe
 	// (which sends nothing) tells which one the master will see.
@@ -232,7 +232,7 @@ func (p *Partner) bind(listen netip.AddrPort) error {
 	if err != nil {
 		rx.Close()
 		tx.Close()
-		return fmt.Errorf("udp: partner ReplyTo %v unreachable: %w", p.replyTo, err)
+		return fmt.Errorf("simulink: partner ReplyTo %v unreachable: %w", p.replyTo, err)
 	}
 	srcAddr := src.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
 	src.Close()
@@ -307,12 +307,12 @@ func (p *Partner) Close() error {
 // Serve may be called once.
 func (p *Partner) Serve(ctx context.Context) error {
 	if p.closed.Load() {
-		return fmt.Errorf("udp: partner on %v: Serve after Close: %w", p.addr, ErrPartnerClosed)
+		return fmt.Errorf("simulink: partner on %v: Serve after Close: %w", p.addr, ErrPartnerClosed)
 	}
 	if !p.serving.CompareAndSwap(false, true) {
-		return fmt.Errorf("udp: partner on %v: Serve called twice: %w", p.addr, ErrPartnerClosed)
+		return fmt.Errorf("simulink: partner on %v: Serve called twice: %w", p.addr, ErrPartnerClosed)
 	}
-	p.log.Info("udp: partner serving", "listen", p.addr, "reply_from", p.replyAddr, "reply_to", p.replyTo, "delay_mode", p.delay)
+	p.log.Info("simulink: partner serving", "listen", p.addr, "reply_from", p.replyAddr, "reply_to", p.replyTo, "delay_mode", p.delay)
 	stop := make(chan struct{})
 	errc := make(chan error, 1)
 	var wg sync.WaitGroup
@@ -340,7 +340,7 @@ func (p *Partner) Serve(ctx context.Context) error {
 	}
 	wg.Wait()
 	s := p.Stats()
-	p.log.Info("udp: partner stopped", "listen", p.addr, "received", s.Received, "replied", s.Replied,
+	p.log.Info("simulink: partner stopped", "listen", p.addr, "received", s.Received, "replied", s.Replied,
 		"dropped", s.Dropped, "faulted", s.Faulted, "send_errors", s.SendErrors, "err", err)
 	return err
 }
@@ -357,7 +357,7 @@ func (p *Partner) receiveLoop() error {
 			if errors.Is(err, net.ErrClosed) {
 				return nil
 			}
-			return fmt.Errorf("udp: partner receive on %v: %w", p.addr, err)
+			return fmt.Errorf("simulink: partner receive on %v: %w", p.addr, err)
 		}
 		m := p.process(p.rbuf[:n], src, p.wbuf)
 		if m == 0 {

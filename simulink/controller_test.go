@@ -1,4 +1,4 @@
-package udp
+package simulink
 
 import (
 	"errors"
@@ -151,11 +151,11 @@ func TestNewController(t *testing.T) {
 		spec ControllerSpec
 		want string // Go type
 	}{
-		{ControllerSpec{}, "*udp.Hold"},
-		{ControllerSpec{Kind: "hold"}, "*udp.Hold"},
-		{ControllerSpec{Kind: "constant", U: []float64{0, 0, 0, 0}}, "*udp.Constant"},
-		{ControllerSpec{Kind: "sine", Amplitude: []float64{0.1, 0.1, 0.1, 0.1}, Frequency: []float64{1, 1, 1, 1}}, "*udp.Sine"},
-		{ControllerSpec{Kind: "jacobian", Alpha: 0.05, R: []float64{0.979, 1.948, -0.636}, Y0: []float64{2, -141, -6}}, "*udp.Jacobian"},
+		{ControllerSpec{}, "*simulink.Hold"},
+		{ControllerSpec{Kind: "hold"}, "*simulink.Hold"},
+		{ControllerSpec{Kind: "constant", U: []float64{0, 0, 0, 0}}, "*simulink.Constant"},
+		{ControllerSpec{Kind: "sine", Amplitude: []float64{0.1, 0.1, 0.1, 0.1}, Frequency: []float64{1, 1, 1, 1}}, "*simulink.Sine"},
+		{ControllerSpec{Kind: "jacobian", Alpha: 0.05, R: []float64{0.979, 1.948, -0.636}, Y0: []float64{2, -141, -6}}, "*simulink.Jacobian"},
 	} {
 		c, err := NewController(tc.spec, 1, 4, 30)
 		if err != nil {
@@ -179,13 +179,13 @@ func TestNewController(t *testing.T) {
 func typeName(c Controller) string {
 	switch c.(type) {
 	case *Hold:
-		return "*udp.Hold"
+		return "*simulink.Hold"
 	case *Constant:
-		return "*udp.Constant"
+		return "*simulink.Constant"
 	case *Sine:
-		return "*udp.Sine"
+		return "*simulink.Sine"
 	case *Jacobian:
-		return "*udp.Jacobian"
+		return "*simulink.Jacobian"
 	}
 	return "?"
 }
@@ -231,7 +231,7 @@ func TestNewControllerErrors(t *testing.T) {
 			t.Errorf("%+v: got %v, want an error on %s", tc.spec, err, tc.field)
 			continue
 		}
-		if msg := err.Error(); !strings.HasPrefix(msg, "udp: controller "+tc.field+": ") || !strings.Contains(msg, tc.inMessage) {
+		if msg := err.Error(); !strings.HasPrefix(msg, "simulink: controller "+tc.field+": ") || !strings.Contains(msg, tc.inMessage) {
 			t.Errorf("%+v: message %q, want it to contain %q", tc.spec, msg, tc.inMessage)
 		}
 	}

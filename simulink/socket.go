@@ -1,4 +1,4 @@
-package udp
+package simulink
 
 import (
 	"errors"
@@ -28,7 +28,7 @@ func openSocket(bind netip.AddrPort, v6 bool, rcvbuf int) (*rawSocket, error) {
 	}
 	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP)
 	if err != nil {
-		return nil, fmt.Errorf("udp: socket: %w", err)
+		return nil, fmt.Errorf("simulink: socket: %w", err)
 	}
 	s := &rawSocket{fd: fd, v6: v6}
 	s.pfd[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
@@ -36,15 +36,15 @@ func openSocket(bind netip.AddrPort, v6 bool, rcvbuf int) (*rawSocket, error) {
 		// A small buffer drops stale replies instead of queueing them (docs/realtime.md §7.2).
 		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, rcvbuf); err != nil {
 			s.close()
-			return nil, fmt.Errorf("udp: SO_RCVBUF %d: %w", rcvbuf, err)
+			return nil, fmt.Errorf("simulink: SO_RCVBUF %d: %w", rcvbuf, err)
 		}
 	}
 	if err := unix.Bind(fd, sockaddr(bind, v6)); err != nil {
 		s.close()
 		if errors.Is(err, unix.EADDRINUSE) {
-			return nil, fmt.Errorf("udp: bind %v: %w (another bridge, emioapi or Simulink already uses this port)", bind, err)
+			return nil, fmt.Errorf("simulink: bind %v: %w (another bridge, emioapi or Simulink already uses this port)", bind, err)
 		}
-		return nil, fmt.Errorf("udp: bind %v: %w", bind, err)
+		return nil, fmt.Errorf("simulink: bind %v: %w", bind, err)
 	}
 	return s, nil
 }
@@ -62,7 +62,7 @@ func (s *rawSocket) close() error {
 func (s *rawSocket) localAddr() (netip.AddrPort, error) {
 	sa, err := unix.Getsockname(s.fd)
 	if err != nil {
-		return netip.AddrPort{}, fmt.Errorf("udp: getsockname: %w", err)
+		return netip.AddrPort{}, fmt.Errorf("simulink: getsockname: %w", err)
 	}
 	switch a := sa.(type) {
 	case *unix.SockaddrInet4:
@@ -70,7 +70,7 @@ func (s *rawSocket) localAddr() (netip.AddrPort, error) {
 	case *unix.SockaddrInet6:
 		return netip.AddrPortFrom(netip.AddrFrom16(a.Addr), uint16(a.Port)), nil
 	}
-	return netip.AddrPort{}, fmt.Errorf("udp: getsockname: unexpected address %T", sa)
+	return netip.AddrPort{}, fmt.Errorf("simulink: getsockname: unexpected address %T", sa)
 }
 
 // sockaddr converts ap for a socket of the given family; IPv4 addresses are

@@ -1,4 +1,4 @@
-package udp
+package simulink
 
 import (
 	"errors"
@@ -26,7 +26,7 @@ type Controller interface {
 
 // ErrController reports an invalid controller parameter; every error returned
 // by the controller constructors matches it with errors.Is.
-var ErrController = errors.New("udp: invalid controller")
+var ErrController = errors.New("simulink: invalid controller")
 
 // ControllerError names the bad controller parameter and the allowed values.
 type ControllerError struct {
@@ -34,7 +34,7 @@ type ControllerError struct {
 	Reason string // the bad value and what is allowed
 }
 
-func (e *ControllerError) Error() string { return "udp: controller " + e.Field + ": " + e.Reason }
+func (e *ControllerError) Error() string { return "simulink: controller " + e.Field + ": " + e.Reason }
 
 // Unwrap makes errors.Is(err, ErrController) hold.
 func (e *ControllerError) Unwrap() error { return ErrController }

@@ -1,12 +1,14 @@
-// Package udp implements the Simulink UDP wire protocol of the Emio Python bridge
+// Package simulink speaks the Simulink UDP protocol of the Emio Python bridge
 // (emioapi UDPBridge, SofaComplianceRobotics/Emio.API@cd6a256), as described in
 // docs/simulink-udp.md: bare little-endian float64 datagrams [seq, values…] of a
 // fixed size, a handshake of seq −1 packets, and the OK / OK_NO_DELAY / DESYNC /
-// TIMEOUT / RECONNECTED classification.
+// TIMEOUT / RECONNECTED classification. It knows no vector shape: the lengths
+// of measurements and commands, and the parts of a measurement a controller
+// reads, come from the caller.
 //
 // Master is the clock-master side (what emioapi runs), Partner the host side (what
 // the shipped Simulink models do). Both exchange datagrams without allocating.
-package udp
+package simulink
 
 import (
 	"encoding/binary"
@@ -27,11 +29,11 @@ const maxExactSeq = 1 << 53
 
 var (
 	// ErrSize reports a datagram or buffer whose length is not the expected one.
-	ErrSize = errors.New("udp: wrong datagram size")
+	ErrSize = errors.New("simulink: wrong datagram size")
 	// ErrNonFinite reports a NaN or ±Inf value in a datagram.
-	ErrNonFinite = errors.New("udp: non-finite value")
+	ErrNonFinite = errors.New("simulink: non-finite value")
 	// ErrSeq reports a sequence number that is not an exact integer in range.
-	ErrSeq = errors.New("udp: sequence number out of range")
+	ErrSeq = errors.New("simulink: sequence number out of range")
 )
 
 // SizeError is a datagram of the wrong length.
@@ -40,7 +42,7 @@ type SizeError struct {
 }
 
 func (e *SizeError) Error() string {
-	return fmt.Sprintf("udp: datagram of %d bytes, want %d (%d float64 values)", e.Got, e.Want, e.Want/ValueSize)
+	return fmt.Sprintf("simulink: datagram of %d bytes, want %d (%d float64 values)", e.Got, e.Want, e.Want/ValueSize)
 }
 
 // Is makes errors.Is(err, ErrSize) hold for a *SizeError.

@@ -1,4 +1,4 @@
-package udp
+package simulink
 
 // Status is the outcome of one tick's exchange, as emioapi's CommStatus, plus
 // Handshaking for ticks spent waiting for the partner to answer seq −1 packets.

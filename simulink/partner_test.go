@@ -1,4 +1,4 @@
-package udp
+package simulink
 
 import (
 	"context"
@@ -373,7 +373,7 @@ func TestPartnerConfigErrors(t *testing.T) {
 		if !errors.Is(err, ErrPartnerConfig) || !errors.As(err, &ce) || ce.Field != tc.field {
 			t.Errorf("%s: got %v", tc.field, err)
 		}
-		if !strings.HasPrefix(err.Error(), "udp: partner "+tc.field+": ") {
+		if !strings.HasPrefix(err.Error(), "simulink: partner "+tc.field+": ") {
 			t.Errorf("%s: message %q", tc.field, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package udp
+package simulink
 
 import (
 	"errors"
@@ -35,7 +35,7 @@ const (
 const sendRing = 64
 
 // ErrMasterConfig is the sentinel of every invalid MasterConfig.
-var ErrMasterConfig = errors.New("udp: invalid master configuration")
+var ErrMasterConfig = errors.New("simulink: invalid master configuration")
 
 // MasterConfig configures the clock-master side of a link.
 type MasterConfig struct {

@@ -1,4 +1,4 @@
-package udp
+package simulink
 
 import (
 	"fmt"

@@ -1,0 +1,108 @@
+// Package plant is the contract between a link and what it drives
+// (docs/architecture.md "Packages"): the Plant a loop measures and commands
+// every tick, the optional Reopener and Readier, the HaltPolicy applied when a
+// link stops, the Layout that names the values of its vectors, and the
+// errors by which a device tells the supervisor how to retry it.
+//
+// It imports nothing of the project, so that every device package can
+// satisfy it and depend on nothing else of ours.
+package plant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Plant is the hardware side of a link: what the loop measures and commands.
+// Measure and Command run on the loop thread once per tick and must not
+// allocate; a device that fails returns an error and the link goes degraded.
+type Plant interface {
+	// MeasureLen and CommandLen are the fixed sizes of the vectors.
+	MeasureLen() int
+	CommandLen() int
+	// Measure fills dst (MeasureLen values) with the current measurement.
+	Measure(dst []float64) error
+	// Command applies u (CommandLen values), already checked for NaN, ±Inf and
+	// limits by the link.
+	Command(u []float64) error
+	// Halt puts the plant into the safe state named by the policy. After
+	// Halt(HaltTorqueOff) the link calls neither Measure nor Command again
+	// before a successful Reopen: a released robot is never reported as
+	// running.
+	Halt(p HaltPolicy) error
+}
+
+// Reopener is a plant whose device can be reconnected after a failure. The
+// supervisor calls Reopen off the loop thread while the loop keeps ticking;
+// Reopen never runs concurrently with Measure or Command (the link stops
+// calling them while the device is down). A Reopen that finds the device
+// healthy and configured must not disturb it: reopening servos that hold a
+// position must not release them.
+//
+// A Reopen that fails because the device is not there (an unplugged adapter)
+// returns an error wrapping ErrAbsent: the supervisor then polls it at a
+// short interval instead of backing off, so a replug is noticed at once.
+type Reopener interface {
+	Reopen(ctx context.Context) error
+}
+
+// Readier is a plant whose measurement is incomplete at first: the Emio
+// before its camera's first frame. Until Ready, the link reads the plant and
+// may complete the handshake, but sends no measurement to Simulink, as
+// emioapi's bridge sends its first after the camera's first frame: a
+// controller never integrates a made-up measurement. Ready runs on the loop
+// thread and must not block.
+type Readier interface {
+	Ready() bool
+}
+
+// Describer is a plant that names the values of its vectors (Layout), for
+// status lines, recordings and the built-in partner's controllers.
+type Describer interface {
+	Layout() Layout
+}
+
+// HaltPolicy is what a plant does when its link stops.
+type HaltPolicy uint8
+
+// Halt policies.
+const (
+	// HaltHold keeps the last good command: the robot stays where it is.
+	HaltHold HaltPolicy = iota
+	// HaltTorqueOff releases the motors.
+	HaltTorqueOff
+)
+
+var haltNames = [...]string{"hold", "torque_off"}
+
+func (p HaltPolicy) String() string {
+	if int(p) < len(haltNames) {
+		return haltNames[p]
+	}
+	return "unknown"
+}
+
+// ErrHaltPolicy is an unknown halt policy name.
+var ErrHaltPolicy = errors.New("plant: unknown halt policy")
+
+// ParseHaltPolicy parses "hold" or "torque_off".
+func ParseHaltPolicy(s string) (HaltPolicy, error) {
+	for i, n := range haltNames {
+		if s == n {
+			return HaltPolicy(i), nil
+		}
+	}
+	return 0, fmt.Errorf("%w %q (want hold or torque_off)", ErrHaltPolicy, s)
+}
+
+var (
+	// ErrAbsent marks a device that is not there (an unplugged adapter, a
+	// camera not connected). Retrying is right, and cheap: the supervisor
+	// polls for it at a short interval rather than backing off.
+	ErrAbsent = errors.New("plant: device absent")
+	// ErrPermanent marks a failure that retrying cannot mend (a service that
+	// cannot run twice, a library this build cannot load). The supervisor
+	// logs it once and does not retry.
+	ErrPermanent = errors.New("plant: permanent failure")
+)
