@@ -1,3 +1,11 @@
+// Package bridge is the heart of the gateway: the clock-master Loop, the Link
+// that joins a loop, a Simulink endpoint and a plant, and the Supervisor that
+// runs links and the services they depend on, restarts what fails and
+// reports health (docs/architecture.md). It follows docs/simulink-udp.md for
+// the Emio loop semantics and docs/realtime.md for timing.
+//
+// It knows no device and no configuration file: a plant is anything that
+// satisfies plant.Plant, and its vector lengths are the plant's.
 package bridge
 
 import (
@@ -9,9 +17,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/labbridge/bridge/plant"
 	"github.com/labbridge/bridge/realtime"
 	"github.com/labbridge/bridge/simulink"
 )
+
+// ErrConfig is the sentinel of every invalid link or loop configuration.
+var ErrConfig = errors.New("bridge: invalid configuration")
 
 // Exchanger is the Simulink side of a link: simulink.Master satisfies it.
 type Exchanger interface {
@@ -24,11 +36,6 @@ type Exchanger interface {
 type CommandObserver interface {
 	RejectedNonFinite()
 	Clamped()
-}
-
-// StateObserver is told every state change (metrics.Link satisfies it).
-type StateObserver interface {
-	SetState(state string) error
 }
 
 // ApplyMode is when a received command reaches the plant.
@@ -69,7 +76,7 @@ type LinkConfig struct {
 	Name  string
 	Loop  LoopConfig
 	Apply ApplyMode
-	Halt  HaltPolicy
+	Halt  plant.HaltPolicy
 	// Limits has one range per command element; commands outside are clamped.
 	Limits []Limit
 	// Margin closes the receive window this long before the next deadline;
@@ -82,8 +89,8 @@ type LinkConfig struct {
 // in emioapi's exact order).
 type Link struct {
 	cfg     LinkConfig
-	plant   Plant
-	ready   Readier // nil: the plant's measurement is always complete
+	plant   plant.Plant
+	ready   plant.Readier // nil: the plant's measurement is always complete
 	ex      Exchanger
 	clock   *realtime.Clock
 	loopObs LoopObserver
@@ -96,36 +103,46 @@ type Link struct {
 	haveCmd       bool
 	state         State
 
-	// Shared with the supervisor.
-	deviceUp  atomic.Bool
-	down      chan struct{}
-	events    chan Event
-	lost      atomic.Uint64
-	pubState  atomic.Uint32
-	applied   atomic.Uint64
-	loop      atomic.Pointer[Loop]
-	cmdShadow [16]atomic.Uint64
+	// released: the last Serve ended with Halt(HaltTorqueOff), so the plant
+	// must be reopened before the next Serve uses it. Link goroutine only.
+	released bool
+
+	// Shared with the supervisor and the status view.
+	deviceUp   atomic.Bool
+	down       chan struct{}
+	events     chan Event
+	lost       atomic.Uint64
+	pubState   atomic.Uint32
+	applied    atomic.Uint64
+	measured   atomic.Uint64
+	loop       atomic.Pointer[Loop]
+	cmdShadow  []atomic.Uint64 // the last good command, CommandLen values
+	measShadow []atomic.Uint64 // the last measurement, MeasureLen values
 }
 
 // NewLink checks that plant and limits agree and prepares the buffers. Nothing
 // runs until Serve. loopObs and cmdObs may be nil.
-func NewLink(cfg LinkConfig, plant Plant, ex Exchanger, clock *realtime.Clock,
+func NewLink(cfg LinkConfig, p plant.Plant, ex Exchanger, clock *realtime.Clock,
 	loopObs LoopObserver, cmdObs CommandObserver, logger *slog.Logger) (*Link, error) {
 	if cfg.Name == "" {
 		return nil, fmt.Errorf("bridge: link name is empty: %w", ErrConfig)
 	}
-	if plant == nil || ex == nil || clock == nil {
+	if p == nil || ex == nil || clock == nil {
 		return nil, fmt.Errorf("bridge: link %q: plant, exchanger and clock are required: %w", cfg.Name, ErrConfig)
 	}
 	// A measurement of another length would never be sent (the datagram
 	// size is fixed): refuse the wiring instead of timing out forever.
 	if s, ok := ex.(interface{ Lens() (measure, command int) }); ok {
-		if m, c := s.Lens(); m != plant.MeasureLen() || c != plant.CommandLen() {
+		if m, c := s.Lens(); m != p.MeasureLen() || c != p.CommandLen() {
 			return nil, fmt.Errorf("bridge: link %q: the exchanger carries %d measured and %d command values, the plant %d and %d: %w",
-				cfg.Name, m, c, plant.MeasureLen(), plant.CommandLen(), ErrConfig)
+				cfg.Name, m, c, p.MeasureLen(), p.CommandLen(), ErrConfig)
 		}
 	}
-	if n := plant.CommandLen(); len(cfg.Limits) != n {
+	if p.MeasureLen() < 0 || p.CommandLen() < 1 {
+		return nil, fmt.Errorf("bridge: link %q: a plant of %d measured and %d command values: %w (want ≥ 0 and ≥ 1)",
+			cfg.Name, p.MeasureLen(), p.CommandLen(), ErrConfig)
+	}
+	if n := p.CommandLen(); len(cfg.Limits) != n {
 		return nil, fmt.Errorf("bridge: link %q: %d limits for %d commands: %w", cfg.Name, len(cfg.Limits), n, ErrConfig)
 	}
 	for i, l := range cfg.Limits {
@@ -147,15 +164,17 @@ func NewLink(cfg LinkConfig, plant Plant, ex Exchanger, clock *realtime.Clock,
 		margin = min(cfg.Loop.Period/10, 2*time.Millisecond)
 	}
 	l := &Link{
-		cfg: cfg, plant: plant, ex: ex, clock: clock, loopObs: loopObs, cmdObs: cmdObs,
+		cfg: cfg, plant: p, ex: ex, clock: clock, loopObs: loopObs, cmdObs: cmdObs,
 		logger: logger.With("link", cfg.Name), margin: int64(margin),
-		meas:   make([]float64, plant.MeasureLen()),
-		rx:     make([]float64, plant.CommandLen()),
-		cmd:    make([]float64, plant.CommandLen()),
-		down:   make(chan struct{}, 1),
-		events: make(chan Event, 256),
+		meas:       make([]float64, p.MeasureLen()),
+		rx:         make([]float64, p.CommandLen()),
+		cmd:        make([]float64, p.CommandLen()),
+		down:       make(chan struct{}, 1),
+		events:     make(chan Event, 256),
+		cmdShadow:  make([]atomic.Uint64, p.CommandLen()),
+		measShadow: make([]atomic.Uint64, p.MeasureLen()),
 	}
-	l.ready, _ = plant.(Readier)
+	l.ready, _ = p.(plant.Readier)
 	l.deviceUp.Store(true)
 	return l, nil
 }
@@ -172,7 +191,7 @@ func (l *Link) Name() string { return l.cfg.Name }
 func (l *Link) Config() LinkConfig { return l.cfg }
 
 // Plant returns the link's plant.
-func (l *Link) Plant() Plant { return l.plant }
+func (l *Link) Plant() plant.Plant { return l.plant }
 
 // Events delivers state transitions; the supervisor drains it. Events that do
 // not fit are counted in Lost, never waited for.
@@ -187,15 +206,31 @@ func (l *Link) State() State { return State(l.pubState.Load()) }
 // Applied returns how many commands reached the plant.
 func (l *Link) Applied() uint64 { return l.applied.Load() }
 
-// Command copies the last good command into dst and reports whether there is
-// one; safe from any goroutine.
+// Command copies the last good command into dst (up to CommandLen values)
+// and reports whether one has reached the plant; safe from any goroutine.
 func (l *Link) Command(dst []float64) bool {
-	for i := range dst {
-		if i < len(l.cmdShadow) {
-			dst[i] = math.Float64frombits(l.cmdShadow[i].Load())
-		}
-	}
+	load(dst, l.cmdShadow)
 	return l.applied.Load() > 0
+}
+
+// Measurement copies the last measurement read from the plant into dst (up
+// to MeasureLen values) and reports whether there is one; safe from any
+// goroutine. A value may be one tick newer than its neighbours.
+func (l *Link) Measurement(dst []float64) bool {
+	load(dst, l.measShadow)
+	return l.measured.Load() > 0
+}
+
+func load(dst []float64, src []atomic.Uint64) {
+	for i := range min(len(dst), len(src)) {
+		dst[i] = math.Float64frombits(src[i].Load())
+	}
+}
+
+func store(dst []atomic.Uint64, src []float64) {
+	for i, v := range src {
+		dst[i].Store(math.Float64bits(v))
+	}
 }
 
 // Ticks returns the ticks run by the link's loop (0 before it starts).
@@ -236,17 +271,29 @@ func (l *Link) DeviceFailed(err error) {
 // DeviceUp tells the loop that the plant works again.
 func (l *Link) DeviceUp() { l.deviceUp.Store(true) }
 
+// ErrReleased is the cause of a link that starts degraded because its last
+// Serve released the plant (halt = "torque_off"): the supervisor reopens the
+// plant, which turns the torque back on, before any command reaches it.
+var ErrReleased = errors.New("bridge: the plant was released by the halt policy; reopening it")
+
 // Serve runs the link's loop until ctx is done, then applies the halt policy.
+// The supervisor calls it again after a failure (a tick that panicked); a
+// plant released by the previous halt is reopened first.
 func (l *Link) Serve(ctx context.Context) error {
 	loop, err := NewLoop(l.cfg.Loop, l.clock, l.loopObs, l.logger)
 	if err != nil {
 		return fmt.Errorf("bridge: link %q: %w", l.cfg.Name, err)
 	}
 	l.loop.Store(loop)
+	var cause error
+	if l.released {
+		l.released, cause = false, ErrReleased
+		l.markDown()
+	}
 	if l.deviceUp.Load() {
 		l.setState(Handshaking, CauseStart, nil)
 	} else {
-		l.setState(Degraded, CauseStart, nil)
+		l.setState(Degraded, CauseStart, cause)
 	}
 	err = loop.Serve(ctx, l.Tick)
 	var herr error
@@ -254,6 +301,9 @@ func (l *Link) Serve(ctx context.Context) error {
 		if herr = l.plant.Halt(l.cfg.Halt); herr != nil {
 			herr = fmt.Errorf("bridge: link %q: halt %v: %w", l.cfg.Name, l.cfg.Halt, herr)
 		}
+		// Whether or not it succeeded, a torque-off halt may have released
+		// some motors: never use the plant again without reopening it.
+		l.released = l.cfg.Halt == plant.HaltTorqueOff
 	}
 	l.setState(Stopped, CauseStop, nil)
 	return errors.Join(err, herr)
@@ -271,15 +321,20 @@ func (l *Link) Tick(ti *TickInfo) {
 		if err := l.plant.Measure(l.meas); err != nil {
 			l.fail(err)
 			up = false
+		} else {
+			store(l.measShadow, l.meas)
+			l.measured.Add(1)
 		}
 	}
 	if up && l.haveCmd && l.cfg.Apply == ApplyPrevious {
 		up = l.apply()
 	}
-	if l.ready != nil && l.ex.Synced() && !l.ready.Ready() {
-		// Nothing to tell Simulink yet. The handshake (seq −1, zero
-		// payload, which the models ignore) may go on, as emioapi's does
-		// before its first frame.
+	if l.ex.Synced() && !l.complete() {
+		// Nothing to tell Simulink yet: no measurement was ever read (the
+		// device has not opened), or the plant's is incomplete (no camera
+		// frame yet). The handshake (seq −1, zero payload, which the
+		// models ignore) may go on, as emioapi's does before its first
+		// frame; a controller never integrates a made-up measurement.
 		return
 	}
 	// While degraded the last measurement is sent again: Simulink keeps its
@@ -298,6 +353,11 @@ func (l *Link) Tick(ti *TickInfo) {
 			l.setState(next, cause, nil)
 		}
 	}
+}
+
+// complete reports whether the link has a real measurement to send.
+func (l *Link) complete() bool {
+	return l.measured.Load() > 0 && (l.ready == nil || l.ready.Ready())
 }
 
 func (l *Link) linkState() State {
@@ -327,9 +387,7 @@ func (l *Link) accept() bool {
 			l.cmdObs.Clamped()
 		}
 		l.cmd[i] = v
-		if i < len(l.cmdShadow) {
-			l.cmdShadow[i].Store(math.Float64bits(v))
-		}
+		l.cmdShadow[i].Store(math.Float64bits(v))
 	}
 	l.haveCmd = true
 	return true
@@ -346,8 +404,12 @@ func (l *Link) apply() bool {
 
 // fail marks the device down and asks the supervisor to reopen it.
 func (l *Link) fail(err error) {
-	l.deviceUp.Store(false)
+	l.markDown()
 	l.setState(Degraded, CauseDeviceError, err)
+}
+
+func (l *Link) markDown() {
+	l.deviceUp.Store(false)
 	select {
 	case l.down <- struct{}{}:
 	default:

@@ -13,12 +13,16 @@ import (
 	"time"
 
 	"github.com/labbridge/bridge/bridge"
+	"github.com/labbridge/bridge/plant"
 	"github.com/labbridge/bridge/realtime"
 	"github.com/labbridge/bridge/sim"
 	"github.com/labbridge/bridge/simulink"
 )
 
 var lo = netip.AddrFrom4([4]byte{127, 0, 0, 1})
+
+// emioDims is the shape of the in-memory Emio (one marker, four motors).
+var emioDims = simulink.Dims{MeasureLen: 7, CommandLen: 4, Hold: simulink.Span{Off: 3, Len: 4}, Feature: simulink.Span{Off: 0, Len: 3}}
 
 // rig is a link on real loopback UDP against a simulink.Partner, on the in-memory
 // plant, driven tick by tick by the test (or by its loop with Serve).
@@ -45,7 +49,7 @@ func newRig(t *testing.T, ctl simulink.ControllerSpec, faults *simulink.Faults, 
 	}
 	replyTo := listen.LocalAddr().(*net.UDPAddr).AddrPort()
 	listen.Close()
-	c, err := simulink.NewController(ctl, 1, 4, float64(time.Second/period))
+	c, err := simulink.NewController(ctl, emioDims, float64(time.Second/period))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +60,7 @@ func newRig(t *testing.T, ctl simulink.ControllerSpec, faults *simulink.Faults, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	mc := simulink.DefaultMasterConfig(1)
+	mc := simulink.DefaultMasterConfig(7, 4)
 	mc.Remote, mc.Bind, mc.Listen = r.partner.Addr(), netip.AddrPortFrom(lo, 0), replyTo
 	if r.master, err = simulink.NewMaster(mc, r.clock, nil); err != nil {
 		t.Fatal(err)
@@ -357,7 +361,7 @@ func TestDeviceUnplugDegradesAndRecovers(t *testing.T) {
 		OnEvent: func(ev bridge.Event) { mu.Lock(); events = append(events, ev); mu.Unlock() },
 		Seed:    1,
 	})
-	if err := sup.AddLink(r.link); err != nil {
+	if err := sup.AddLink(r.link, nil); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -413,14 +417,14 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // recordingPlant logs the order of calls.
 type recordingPlant struct{ calls []string }
 
-func (p *recordingPlant) MeasureLen() int              { return 7 }
-func (p *recordingPlant) CommandLen() int              { return 4 }
-func (p *recordingPlant) Measure([]float64) error      { p.calls = append(p.calls, "measure"); return nil }
-func (p *recordingPlant) Command([]float64) error      { p.calls = append(p.calls, "command"); return nil }
-func (p *recordingPlant) Halt(bridge.HaltPolicy) error { p.calls = append(p.calls, "halt"); return nil }
+func (p *recordingPlant) MeasureLen() int             { return 7 }
+func (p *recordingPlant) CommandLen() int             { return 4 }
+func (p *recordingPlant) Measure([]float64) error     { p.calls = append(p.calls, "measure"); return nil }
+func (p *recordingPlant) Command([]float64) error     { p.calls = append(p.calls, "command"); return nil }
+func (p *recordingPlant) Halt(plant.HaltPolicy) error { p.calls = append(p.calls, "halt"); return nil }
 
 // fourMotorLink is a 1 kHz link of four commands limited to ±1.
-func fourMotorLink(t *testing.T, mode bridge.ApplyMode, p bridge.Plant, ex bridge.Exchanger) *bridge.Link {
+func fourMotorLink(t *testing.T, mode bridge.ApplyMode, p plant.Plant, ex bridge.Exchanger) *bridge.Link {
 	t.Helper()
 	lim := []bridge.Limit{{-1, 1}, {-1, 1}, {-1, 1}, {-1, 1}}
 	l, err := bridge.NewLink(bridge.LinkConfig{Name: "x", Apply: mode, Loop: bridge.LoopConfig{Period: time.Millisecond, CPU: -1}, Limits: lim},
@@ -472,7 +476,7 @@ func TestOneDatagramPerTick(t *testing.T) {
 // A plant whose vectors do not fit the datagrams is refused at wiring time.
 func TestLinkRefusesMismatchedLengths(t *testing.T) {
 	clock := realtime.NewClock()
-	mc := simulink.DefaultMasterConfig(2) // 10 measured values
+	mc := simulink.DefaultMasterConfig(10, 4) // two markers
 	mc.Remote, mc.Bind, mc.Listen = netip.AddrPortFrom(lo, 9), netip.AddrPortFrom(lo, 0), netip.AddrPortFrom(lo, 0)
 	m, err := simulink.NewMaster(mc, clock, nil)
 	if err != nil {

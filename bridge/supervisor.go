@@ -7,12 +7,46 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/labbridge/bridge/plant"
 )
 
-// Service is a long-running part the supervisor runs and restarts.
+// Service is a long-running part the supervisor runs. The contract
+// (docs/architecture.md "Supervision"):
+//
+//   - Serve runs until ctx is done, releases what it holds and returns nil.
+//   - Returning before ctx is done is a failure, even with a nil error. The
+//     supervisor calls Serve again after a backoff, so a Service must accept
+//     being served again after it returned.
+//   - A failure that retrying cannot mend returns an error wrapping
+//     plant.ErrPermanent: the supervisor logs it once and does not restart
+//     the part.
 type Service interface {
 	Serve(ctx context.Context) error
+}
+
+// Part is a named Service.
+type Part struct {
+	Name    string
+	Service Service
+}
+
+// HealthReporter is a part whose health counts in Supervisor.Health (a
+// camera that is not streaming, say). Health must be cheap and safe from any
+// goroutine.
+type HealthReporter interface {
+	Health() error
+}
+
+// LinkObserver is told, off the loop thread, what the supervisor sees of a
+// link: each state it enters and each restart of its devices (metrics.Link
+// satisfies it). SetState fails only for a state it does not know, which is
+// a bug the supervisor logs.
+type LinkObserver interface {
+	SetState(state string) error
+	DeviceRestart(device string)
 }
 
 // Backoff spaces restarts: exponential from Initial to Max with ±Jitter, and
@@ -70,6 +104,11 @@ func (s *backoffState) next(now time.Time) time.Duration {
 type SupervisorConfig struct {
 	Logger  *slog.Logger
 	Backoff Backoff
+	// PollAbsent is how often a device that is absent (its Reopen failed
+	// with plant.ErrAbsent: an unplugged adapter) is tried again, instead
+	// of the backoff: a replug is then noticed within this time. 0 means
+	// 250 ms.
+	PollAbsent time.Duration
 	// OnEvent is called for every link event, from the supervisor's
 	// goroutines (never from a loop thread). It may be nil.
 	OnEvent func(Event)
@@ -77,22 +116,31 @@ type SupervisorConfig struct {
 	Seed uint64
 }
 
-// Supervisor runs named links and services. It restarts a service that fails,
-// reopens a link's failed device while the link's loop keeps ticking, turns
-// link events into logs and callbacks, and on stop waits for everything and
-// halts every plant.
+// Supervisor runs links, the services each link depends on, and services of
+// the whole process (docs/architecture.md "Supervision"). It restarts a part
+// that fails, with backoff; reopens a link's failed device while the link's
+// loop keeps ticking; turns link events into logs and observer calls; and on
+// stop halts every plant before it stops what the links depend on.
+//
+// Order: a link's dependencies (its camera, its simulated devices, a relay's
+// I/O) start before the link and stop after it has returned and applied its
+// halt policy; the process-wide services (the metrics server, built-in
+// partners) stop after every link.
 type Supervisor struct {
 	cfg      SupervisorConfig
 	logger   *slog.Logger
-	links    []*Link
-	services []namedService
+	links    []*linkEntry
+	services []Part
 	mu       sync.Mutex
 	serving  bool
 }
 
-type namedService struct {
-	name string
-	svc  Service
+type linkEntry struct {
+	link *Link
+	obs  LinkObserver
+	deps []Part
+	// setStateFailed: SetState's error is logged once per link.
+	setStateFailed atomic.Bool
 }
 
 // NewSupervisor returns an empty supervisor.
@@ -106,6 +154,9 @@ func NewSupervisor(cfg SupervisorConfig) *Supervisor {
 	if cfg.Backoff.Factor < 1 {
 		cfg.Backoff.Factor = 1
 	}
+	if cfg.PollAbsent <= 0 {
+		cfg.PollAbsent = 250 * time.Millisecond
+	}
 	if cfg.Seed == 0 {
 		cfg.Seed = rand.Uint64()
 	}
@@ -115,25 +166,38 @@ func NewSupervisor(cfg SupervisorConfig) *Supervisor {
 // ErrServing is returned when parts are added to a running supervisor.
 var ErrServing = errors.New("bridge: supervisor already serving")
 
-// AddLink adds a link. Links must be added before Serve.
-func (s *Supervisor) AddLink(l *Link) error {
+// AddLink adds a link with the services it depends on. obs may be nil.
+// Links must be added before Serve.
+func (s *Supervisor) AddLink(l *Link, obs LinkObserver, deps ...Part) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.serving {
 		return ErrServing
 	}
-	s.links = append(s.links, l)
+	if l == nil {
+		return fmt.Errorf("bridge: AddLink(nil): %w", ErrConfig)
+	}
+	for _, d := range deps {
+		if d.Service == nil || d.Name == "" {
+			return fmt.Errorf("bridge: link %q: a dependency needs a name and a service: %w", l.Name(), ErrConfig)
+		}
+	}
+	s.links = append(s.links, &linkEntry{link: l, obs: obs, deps: append([]Part(nil), deps...)})
 	return nil
 }
 
-// Add adds a named service (a relay, the metrics server).
+// Add adds a named service of the whole process (the metrics server, a
+// built-in partner).
 func (s *Supervisor) Add(name string, svc Service) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.serving {
 		return ErrServing
 	}
-	s.services = append(s.services, namedService{name, svc})
+	if svc == nil || name == "" {
+		return fmt.Errorf("bridge: Add(%q): a service needs a name: %w", name, ErrConfig)
+	}
+	s.services = append(s.services, Part{name, svc})
 	return nil
 }
 
@@ -141,11 +205,21 @@ func (s *Supervisor) Add(name string, svc Service) error {
 func (s *Supervisor) Links() []*Link {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]*Link(nil), s.links...)
+	out := make([]*Link, len(s.links))
+	for i, e := range s.links {
+		out[i] = e.link
+	}
+	return out
 }
 
-// Serve runs everything until ctx is done, then stops everything and waits.
-// It returns nil on a clean stop.
+func (s *Supervisor) entries() ([]*linkEntry, []Part) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.links, s.services
+}
+
+// Serve runs everything until ctx is done, then stops everything in order
+// and waits. It returns nil on a clean stop.
 func (s *Supervisor) Serve(ctx context.Context) error {
 	s.mu.Lock()
 	if s.serving {
@@ -156,38 +230,61 @@ func (s *Supervisor) Serve(ctx context.Context) error {
 	links, services := s.links, s.services
 	s.mu.Unlock()
 
-	// Links stop first and halt their plants; services (the metrics server,
-	// built-in partners) stop after them, so the last ticks still exchange
-	// and the last scrapes still answer.
+	// Process-wide services stop after the links, so that the last ticks
+	// still exchange and the last scrapes still answer.
 	svcCtx, stopServices := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopServices()
 	var linkWG, svcWG sync.WaitGroup
 	seed := s.cfg.Seed
-	for i, l := range links {
-		seed := seed + 2*uint64(i)
-		linkWG.Go(func() { s.restart(ctx, "link "+l.Name(), l, seed) })
-		linkWG.Go(func() { s.reopen(ctx, l, seed+1) })
-		linkWG.Go(func() { s.drain(ctx, l) })
+	for i, e := range links {
+		seed := seed + uint64(16*i)
+		linkWG.Go(func() { s.runLink(ctx, e, seed) })
 	}
-	for i, ns := range services {
-		seed := seed + 2*uint64(len(links)+i)
-		svcWG.Go(func() { s.restart(svcCtx, ns.name, ns.svc, seed) })
+	for i, p := range services {
+		seed := seed + uint64(16*len(links)+i)
+		svcWG.Go(func() { s.run(svcCtx, p.Name, p.Service, seed, nil) })
 	}
 	<-ctx.Done()
 	linkWG.Wait()
 	stopServices()
 	svcWG.Wait()
 	// Events emitted while stopping (halt, stopped) are still delivered.
-	for _, l := range links {
-		s.drainNow(l)
+	for _, e := range links {
+		s.drainNow(e)
 	}
 	return nil
 }
 
-// restart runs svc until ctx is done, restarting it with backoff when it
-// returns an error or returns early.
-func (s *Supervisor) restart(ctx context.Context, name string, svc Service, seed uint64) {
+// runLink runs one link and its dependencies: the dependencies first, the
+// link's device reopening and event draining beside it, and the
+// dependencies are stopped only once the link has halted its plant.
+func (s *Supervisor) runLink(ctx context.Context, e *linkEntry, seed uint64) {
+	name := e.link.Name()
+	depCtx, stopDeps := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopDeps()
+	var deps, aux sync.WaitGroup
+	for i, d := range e.deps {
+		restarted := func() {
+			if e.obs != nil {
+				e.obs.DeviceRestart(d.Name)
+			}
+		}
+		deps.Go(func() { s.run(depCtx, "link "+name+": "+d.Name, d.Service, seed+2+uint64(i), restarted) })
+	}
+	aux.Go(func() { s.reopen(ctx, e, seed+1) })
+	aux.Go(func() { s.drain(ctx, e) })
+	s.run(ctx, "link "+name, e.link, seed, nil)
+	stopDeps()
+	deps.Wait()
+	aux.Wait()
+}
+
+// run runs svc until ctx is done, restarting it with backoff when it fails
+// (returns before ctx is done), unless the failure is permanent. restarted,
+// if not nil, is called before each restart.
+func (s *Supervisor) run(ctx context.Context, name string, svc Service, seed uint64, restarted func()) {
 	bo := newBackoffState(s.cfg.Backoff, seed)
+	var rep repeatLog
 	for {
 		start := time.Now()
 		bo.up(start)
@@ -201,18 +298,44 @@ func (s *Supervisor) restart(ctx context.Context, name string, svc Service, seed
 		if err == nil {
 			err = errors.New("returned before stop")
 		}
+		if errors.Is(err, plant.ErrPermanent) {
+			s.logger.Error("failed and will not be restarted: retrying cannot mend this; fix the cause and restart the bridge",
+				"part", name, "err", err)
+			return
+		}
 		d := bo.next(time.Now())
-		s.logger.Error("failed; restarting", "part", name, "err", err, "ran", time.Since(start).Round(time.Millisecond), "retry_in", d.Round(time.Millisecond))
+		s.logger.Log(ctx, rep.level(err, time.Now()), "failed; restarting", "part", name, "err", err,
+			"ran", time.Since(start).Round(time.Millisecond), "retry_in", d.Round(time.Millisecond))
 		if !sleepCtx(ctx, d) {
 			return
+		}
+		if restarted != nil {
+			restarted()
 		}
 	}
 }
 
-// reopen waits for a link's device to fail and reopens it with backoff while
-// the loop keeps ticking (the link is degraded meanwhile).
-func (s *Supervisor) reopen(ctx context.Context, l *Link, seed uint64) {
-	r, ok := l.Plant().(Reopener)
+// repeatLog keeps a failure that repeats itself from flooding the log: the
+// same message is logged at Warn once a minute, at Debug in between.
+type repeatLog struct {
+	msg  string
+	last time.Time
+}
+
+func (r *repeatLog) level(err error, now time.Time) slog.Level {
+	if m := err.Error(); m != r.msg || now.Sub(r.last) >= time.Minute {
+		r.msg, r.last = m, now
+		return slog.LevelWarn
+	}
+	return slog.LevelDebug
+}
+
+// reopen waits for a link's device to fail and reopens it while the loop
+// keeps ticking (the link is degraded meanwhile): with backoff, or polling
+// at PollAbsent while the device is absent.
+func (s *Supervisor) reopen(ctx context.Context, e *linkEntry, seed uint64) {
+	l := e.link
+	r, ok := l.Plant().(plant.Reopener)
 	bo := newBackoffState(s.cfg.Backoff, seed)
 	for {
 		select {
@@ -224,8 +347,13 @@ func (s *Supervisor) reopen(ctx context.Context, l *Link, seed uint64) {
 			s.logger.Error("device failed and cannot be reopened; the link stays degraded", "link", l.Name())
 			continue
 		}
+		var rep repeatLog
+		absent := false
 		for attempt := 1; ; attempt++ {
-			d := bo.next(time.Now())
+			d := s.cfg.PollAbsent
+			if !absent {
+				d = bo.next(time.Now())
+			}
 			if !sleepCtx(ctx, d) {
 				return
 			}
@@ -233,38 +361,49 @@ func (s *Supervisor) reopen(ctx context.Context, l *Link, seed uint64) {
 			if err == nil {
 				bo.up(time.Now())
 				s.logger.Info("device reopened", "link", l.Name(), "attempt", attempt)
+				if e.obs != nil {
+					e.obs.DeviceRestart("plant")
+				}
 				l.DeviceUp()
 				break
 			}
-			s.logger.Warn("device reopen failed", "link", l.Name(), "attempt", attempt, "err", err)
+			if ctx.Err() != nil {
+				return
+			}
+			absent = errors.Is(err, plant.ErrAbsent)
+			msg := "device reopen failed"
+			if absent {
+				msg = "device absent; waiting for it to come back"
+			}
+			s.logger.Log(ctx, rep.level(err, time.Now()), msg, "link", l.Name(), "attempt", attempt, "err", err)
 		}
 	}
 }
 
-// drain turns a link's events into logs and callbacks.
-func (s *Supervisor) drain(ctx context.Context, l *Link) {
+// drain turns a link's events into logs, observer calls and callbacks.
+func (s *Supervisor) drain(ctx context.Context, e *linkEntry) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case ev := <-l.Events():
-			s.emit(ev)
+		case ev := <-e.link.Events():
+			s.emit(e, ev)
 		}
 	}
 }
 
-func (s *Supervisor) drainNow(l *Link) {
+func (s *Supervisor) drainNow(e *linkEntry) {
 	for {
 		select {
-		case ev := <-l.Events():
-			s.emit(ev)
+		case ev := <-e.link.Events():
+			s.emit(e, ev)
 		default:
 			return
 		}
 	}
 }
 
-func (s *Supervisor) emit(ev Event) {
+func (s *Supervisor) emit(e *linkEntry, ev Event) {
 	ev.Time = time.Now()
 	attrs := []any{"link", ev.Link, "from", ev.From.String(), "to", ev.To.String(), "cause", ev.Cause}
 	if ev.Err != nil {
@@ -275,8 +414,75 @@ func (s *Supervisor) emit(ev Event) {
 		level = slog.LevelWarn
 	}
 	s.logger.Log(context.Background(), level, "link state", attrs...)
+	if e.obs != nil {
+		if err := e.obs.SetState(ev.To.String()); err != nil && e.setStateFailed.CompareAndSwap(false, true) {
+			s.logger.Error("link state not recorded by its observer", "link", ev.Link, "state", ev.To.String(), "err", err)
+		}
+	}
 	if s.cfg.OnEvent != nil {
 		s.cfg.OnEvent(ev)
+	}
+}
+
+// Health is nil when every link is handshaking or running and every part
+// that reports its health is healthy; otherwise it says what is wrong,
+// first problem first.
+func (s *Supervisor) Health() error {
+	links, services := s.entries()
+	for _, e := range links {
+		if st := e.link.State(); st == Degraded || st == Stopped {
+			return fmt.Errorf("link %s is %s", e.link.Name(), st)
+		}
+		for _, d := range e.deps {
+			if h, ok := d.Service.(HealthReporter); ok {
+				if err := h.Health(); err != nil {
+					return fmt.Errorf("link %s: %w", e.link.Name(), err)
+				}
+			}
+		}
+	}
+	for _, p := range services {
+		if h, ok := p.Service.(HealthReporter); ok {
+			if err := h.Health(); err != nil {
+				return fmt.Errorf("%s: %w", p.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Ticking reports whether every link's loop has run at least n ticks.
+func (s *Supervisor) Ticking(n uint64) bool {
+	links, _ := s.entries()
+	for _, e := range links {
+		if e.link.Ticks() < n {
+			return false
+		}
+	}
+	return true
+}
+
+// Progress returns a function that reports, at each call, whether every
+// link's loop has ticked since the previous call (the first call compares
+// with the moment Progress was called). The systemd watchdog pings only
+// then, so one stalled link among live ones still gets the service
+// restarted. The function is for one caller at a time.
+func (s *Supervisor) Progress() func() bool {
+	links, _ := s.entries()
+	last := make([]uint64, len(links))
+	for i, e := range links {
+		last[i] = e.link.Ticks()
+	}
+	return func() bool {
+		all := true
+		for i, e := range links {
+			n := e.link.Ticks()
+			if n == last[i] {
+				all = false
+			}
+			last[i] = n
+		}
+		return all
 	}
 }
 

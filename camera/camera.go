@@ -296,3 +296,65 @@ func (c *Camera) Latest(dst []float64) Sample {
 
 // Frames returns how many frames were tracked.
 func (c *Camera) Frames() uint64 { return c.frames.Load() }
+
+// ErrNotStreaming is the health of a camera whose source is not delivering
+// frames (not yet opened, or being reopened by the supervisor).
+var ErrNotStreaming = errors.New("camera is not streaming: the markers are held")
+
+// Health is nil while the source delivers frames (it makes /healthz fail
+// otherwise, naming the camera).
+func (c *Camera) Health() error {
+	if c.Streaming() {
+		return nil
+	}
+	return fmt.Errorf("camera %s: %w", c.cfg.Name, ErrNotStreaming)
+}
+
+// Status is one short line for a person watching the link: the newest
+// frame, the markers found in it, and whether the vector is held.
+func (c *Camera) Status() string {
+	c.mu.Lock()
+	s := c.sample
+	c.mu.Unlock()
+	if !s.Valid {
+		return "camera: no frame yet"
+	}
+	st := fmt.Sprintf("frame %d found %d", s.Frame, s.Found)
+	if s.Held {
+		st += " (held)"
+	}
+	if !c.Streaming() {
+		st += " (not streaming)"
+	}
+	return st
+}
+
+// TrackerSettings are what a link's tracker needs besides its stream.
+type TrackerSettings struct {
+	Files              tracker.LabFiles
+	Side               tracker.Side
+	Sort               tracker.Sort
+	NbMarkers          int
+	DepthMin, DepthMax uint16 // mm; emioapi's bridge uses 0 and 1000
+}
+
+// TrackerFor returns the Config.Tracker constructor of s: the pose is
+// fitted from the calibration with the open stream's own intrinsics, as
+// emioapi does at each open.
+func TrackerFor(s TrackerSettings) func(Stream) (*tracker.Tracker, error) {
+	return func(st Stream) (*tracker.Tracker, error) {
+		pose := tracker.IdentityPose()
+		if s.Files.Calibration != nil {
+			p, err := s.Files.Calibration.Pose(st.Intrinsics)
+			if err != nil {
+				return nil, err
+			}
+			pose = p
+		}
+		return tracker.New(tracker.Config{
+			Width: st.Width, Height: st.Height, Params: s.Files.Params,
+			DepthMin: s.DepthMin, DepthMax: s.DepthMax,
+			Intrinsics: st.Intrinsics, Pose: pose, Side: s.Side, Sort: s.Sort, NbMarkers: s.NbMarkers,
+		})
+	}
+}

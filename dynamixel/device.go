@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"go.bug.st/serial"
 	"go.bug.st/serial/enumerator"
@@ -332,3 +333,54 @@ func IsDisconnect(err error) bool {
 
 // go.bug.st/serial's ports are what a Bus talks on.
 var _ Port = serial.Port(nil)
+
+// Opened is a serial port opened from a spec by OpenSpec.
+type Opened struct {
+	Port serial.Port
+	// Path is what the spec resolved to (/dev/ttyUSB0, a by-id link, a pty).
+	Path string
+	// LatencyTimer is the adapter's FTDI latency timer; 0 when it has none
+	// (a pty, another adapter) or it could not be read.
+	LatencyTimer time.Duration
+}
+
+// OpenSpec resolves spec among the ports present now (see Resolve), reads
+// the adapter's latency timer and opens the port at baud. It is the one way
+// the bridge opens a servo line: at start-up, for `bridge scan` and `bridge
+// ping`, and again after an unplug, so that an adapter that comes back under
+// another name is found. A spec that matches no port is ErrNoPort.
+func OpenSpec(spec string, baud int) (Opened, error) {
+	ports, _ := ListPorts() // an empty list only affects usb: and auto, which then say what they found
+	path, err := Resolve(spec, ports)
+	if err != nil {
+		return Opened{}, err
+	}
+	o := Opened{Path: path}
+	if ms, ok, err := LatencyTimer(path); err == nil && ok {
+		o.LatencyTimer = time.Duration(ms) * time.Millisecond
+	}
+	if o.Port, err = OpenSerial(path, baud); err != nil {
+		return Opened{}, err
+	}
+	return o, nil
+}
+
+// Timing returns bc with the line's latency timer filled in when bc leaves
+// it 0: the adapter's (at least 1 ms), else 16 ms, the FTDI default, which a
+// timeout must allow for when the adapter does not say (docs/dynamixel.md
+// §11).
+func (o Opened) Timing(bc BusConfig) BusConfig {
+	if bc.LatencyTimer == 0 {
+		bc.LatencyTimer = 16 * time.Millisecond
+		if o.LatencyTimer > 0 {
+			bc.LatencyTimer = max(o.LatencyTimer, time.Millisecond)
+		}
+	}
+	return bc
+}
+
+// Advice is LatencyAdvice for the opened port: "" when its latency timer is
+// 1 ms or less, or unknown.
+func (o Opened) Advice() string {
+	return LatencyAdvice(o.Path, int(o.LatencyTimer/time.Millisecond))
+}

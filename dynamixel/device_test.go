@@ -514,6 +514,34 @@ func TestOpenSerialErrors(t *testing.T) {
 	}
 }
 
+// OpenSpec resolves, probes and opens in one call: a pty has no latency
+// timer; a path that is gone is ErrNoPort, which a reconnect can wait for.
+func TestOpenSpec(t *testing.T) {
+	master, slave, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pseudo-terminals here: %v", err)
+	}
+	defer master.Close()
+	o, err := OpenSpec(slave, 1000000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Port.Close()
+	if o.Path != slave || o.LatencyTimer != 0 || o.Advice() != "" {
+		t.Errorf("opened %+v advice %q, want %s with no latency timer", o, o.Advice(), slave)
+	}
+	if _, err := o.Port.Write([]byte{0xFF}); err != nil {
+		t.Errorf("write: %v", err)
+	}
+	missing := filepath.Join(t.TempDir(), "ttyUSB0")
+	if _, err := OpenSpec(missing, 1000000); !errors.Is(err, ErrNoPort) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("OpenSpec(%s) = %v, want ErrNoPort naming it", missing, err)
+	}
+	if _, err := OpenSpec("usb:zz", 1000000); !errors.Is(err, ErrPortSpec) {
+		t.Errorf("OpenSpec(usb:zz) = %v, want ErrPortSpec", err)
+	}
+}
+
 func FuzzResolve(f *testing.F) {
 	for _, s := range []string{"auto", "usb:0403:6014", "usb:0403:6014:FT66WCAW", "usb::", "usb:0:0:",
 		"/dev/null", u2d2ByID, "..", "", "USB:403:6014:a:b", "usb:ffff:ffff"} {

@@ -61,7 +61,7 @@ func TestUnplugDuringRunningLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	sup := bridge.NewSupervisor(bridge.SupervisorConfig{Backoff: bridge.Backoff{Initial: 20 * time.Millisecond, Max: 100 * time.Millisecond, Factor: 2}, Seed: 1})
-	sup.AddLink(l)
+	sup.AddLink(l, nil)
 	sctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- sup.Serve(sctx) }()

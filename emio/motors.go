@@ -1,7 +1,8 @@
 // Package emio is the Emio robot as a plant of the bridge loop: four
 // XM430-W210 servos on a Dynamixel bus (docs/dynamixel.md §9: IDs 0–3,
 // position mode, profile velocity 1000, emioapi's angle convention) and the
-// marker vector that goes with them (docs/simulink-udp.md §2).
+// marker vector that goes with them (docs/simulink-udp.md §2). Its Layout is
+// the one place that says how an Emio measurement is laid out.
 package emio
 
 import (
@@ -13,9 +14,19 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/labbridge/bridge/bridge"
 	"github.com/labbridge/bridge/dynamixel"
+	"github.com/labbridge/bridge/plant"
 )
+
+// Layout is the Emio's measurement and command (docs/simulink-udp.md §2):
+// 3 coordinates per marker (mm), then one angle per motor (rad); the command
+// is one goal angle per motor (rad). emioapi's datagrams carry exactly this.
+func Layout(markers, motors int) plant.Layout {
+	return plant.Layout{
+		Measure: []plant.Field{{Name: "markers", Unit: "mm", Len: 3 * markers}, {Name: "angles", Unit: "rad", Len: motors}},
+		Command: []plant.Field{{Name: "angles", Unit: "rad", Len: motors}},
+	}
+}
 
 // MarkerSource fills the marker part of a measurement (3 values per marker,
 // mm). The simulated lab computes it from the motor angles q; a camera
@@ -37,10 +48,14 @@ type Config struct {
 	Source  MarkerSource
 	// Fast tries Fast Sync Read (firmware 45+), falling back to Sync Read.
 	Fast bool
-	// Bus is the line's timing; the return delay is read from the servos.
+	// Bus is the line's timing; the return delay is read from the servos. A
+	// zero LatencyTimer takes the adapter's (at least 1 ms), else 16 ms.
 	Bus dynamixel.BusConfig
-	// Open opens the serial port, resolving its name again each time, so
-	// that an adapter that comes back under another name is found.
+	// Port is the serial port spec (a path, a /dev/serial/by-id name,
+	// usb:VID:PID[:SERIAL] or auto), resolved again at each open, so that an
+	// adapter that comes back under another name is found.
+	Port string
+	// Open, if set, opens the port instead (simulated servos, tests).
 	Open func() (dynamixel.Port, error)
 	// MaxMisses is how many reads in a row may go unanswered before the
 	// device counts as failed; meanwhile the last positions are held. A lone
@@ -61,7 +76,7 @@ var (
 
 // Motors is the plant: Measure reads present positions with one group read,
 // Command writes goal positions with one sync write, both without
-// allocating. It satisfies bridge.Plant and bridge.Reopener.
+// allocating. It satisfies plant.Plant and plant.Reopener.
 type Motors struct {
 	cfg    Config
 	log    *slog.Logger
@@ -78,6 +93,8 @@ type Motors struct {
 	misses int
 	missed atomic.Uint64
 	ready  interface{ Ready() bool } // the marker source's, when it has one
+
+	measureLen int
 }
 
 // New checks cfg; nothing is opened until Open.
@@ -91,8 +108,8 @@ func New(cfg Config) (*Motors, error) {
 		return nil, fmt.Errorf("%w: profile velocity %d, want 0..32767", ErrConfig, cfg.ProfileVelocity)
 	case cfg.Markers < 0 || cfg.Markers > 16:
 		return nil, fmt.Errorf("%w: %d markers, want 0..16", ErrConfig, cfg.Markers)
-	case cfg.Open == nil:
-		return nil, fmt.Errorf("%w: no port opener", ErrConfig)
+	case cfg.Open == nil && cfg.Port == "":
+		return nil, fmt.Errorf("%w: no serial port (want a port spec such as \"auto\" or \"/dev/ttyUSB0\")", ErrConfig)
 	}
 	for i, id := range cfg.IDs {
 		if id > dynamixel.MaxID {
@@ -111,7 +128,7 @@ func New(cfg Config) (*Motors, error) {
 		cfg.MaxMisses = 3
 	}
 	m := &Motors{cfg: cfg, log: cfg.Logger, pulses: make([]int32, len(cfg.IDs)), q: make([]float64, len(cfg.IDs)),
-		minP: 0, maxP: 4095}
+		minP: 0, maxP: 4095, measureLen: Layout(cfg.Markers, len(cfg.IDs)).MeasureLen()}
 	if cfg.Mode == dynamixel.ModeExtendedPosition {
 		m.minP, m.maxP = -1048575, 1048575
 	}
@@ -119,29 +136,58 @@ func New(cfg Config) (*Motors, error) {
 	return m, nil
 }
 
-// MeasureLen implements bridge.Plant: 3 values per marker, then the angles.
-func (m *Motors) MeasureLen() int { return 3*m.cfg.Markers + len(m.cfg.IDs) }
+// Layout implements plant.Describer.
+func (m *Motors) Layout() plant.Layout { return Layout(m.cfg.Markers, len(m.cfg.IDs)) }
 
-// CommandLen implements bridge.Plant.
+// MeasureLen implements plant.Plant.
+func (m *Motors) MeasureLen() int { return m.measureLen }
+
+// CommandLen implements plant.Plant.
 func (m *Motors) CommandLen() int { return len(m.cfg.IDs) }
 
 // Open opens the port and runs emioapi's sequence, made safe: check each
 // servo's model, read its return delay and firmware, torque off, operating
 // mode, profile velocity, goal := present position (no jump), torque on.
+// Servos found already holding, torque on in the right mode (the same robot
+// after a transient fault or a replug), are left holding: nothing releases
+// them. A port that is not there is an error wrapping plant.ErrAbsent.
 func (m *Motors) Open(ctx context.Context) error {
-	port, err := m.cfg.Open()
+	port, bc, err := m.openPort()
 	if err != nil {
 		return err
 	}
-	if err := m.setup(ctx, port); err != nil {
+	if err := m.setup(ctx, port, bc); err != nil {
 		port.Close()
 		return err
 	}
 	return nil
 }
 
-func (m *Motors) setup(ctx context.Context, port dynamixel.Port) error {
-	bus, err := dynamixel.NewBus(port, m.cfg.Bus)
+// openPort opens the line and settles its timing.
+func (m *Motors) openPort() (dynamixel.Port, dynamixel.BusConfig, error) {
+	bc := m.cfg.Bus
+	if m.cfg.Open != nil {
+		p, err := m.cfg.Open()
+		if bc.LatencyTimer == 0 {
+			bc.LatencyTimer = 16 * time.Millisecond
+		}
+		return p, bc, err
+	}
+	o, err := dynamixel.OpenSpec(m.cfg.Port, bc.Baud)
+	if err != nil {
+		if errors.Is(err, dynamixel.ErrNoPort) || dynamixel.IsDisconnect(err) {
+			err = fmt.Errorf("%w: %w", plant.ErrAbsent, err)
+		}
+		return nil, bc, err
+	}
+	if advice := o.Advice(); advice != "" {
+		m.log.Warn(advice)
+	}
+	return o.Port, o.Timing(bc), nil
+}
+
+func (m *Motors) setup(ctx context.Context, port dynamixel.Port, bc dynamixel.BusConfig) error {
+	bus, err := dynamixel.NewBus(port, bc)
 	if err != nil {
 		return err
 	}
@@ -168,10 +214,16 @@ func (m *Motors) setup(ctx context.Context, port dynamixel.Port) error {
 		maxRDT = max(maxRDT, rdt[0])
 		m.log.Info("emio: motor found", "id", id, "model", model, "firmware", fw, "return_delay_us", 2*int(rdt[0]))
 	}
-	bc := m.cfg.Bus
 	bc.ReturnDelay = time.Duration(maxRDT) * 2 * time.Microsecond
 	if err := bus.SetConfig(bc); err != nil {
 		return err
+	}
+	holding, err := m.holding(bus)
+	if err != nil {
+		return err
+	}
+	if holding {
+		return m.resume(bus, fast)
 	}
 	torqueOff := []byte{0}
 	for _, id := range m.cfg.IDs {
@@ -208,11 +260,58 @@ func (m *Motors) setup(ctx context.Context, port dynamixel.Port) error {
 	}
 	m.port, m.bus, m.group = port, bus, g
 	isFast, _ := g.Fast()
-	m.log.Info("emio: motors ready", "ids", m.cfg.IDs, "mode", m.cfg.Mode.String(), "fast_sync_read", isFast)
+	m.log.Info("emio: motors ready", "ids", fmt.Sprint(m.cfg.IDs), "mode", m.cfg.Mode.String(), "fast_sync_read", isFast)
 	return nil
 }
 
-// Measure implements bridge.Plant: markers, then the motor angles (rad,
+// holding reports whether every servo already holds a position: torque on
+// in the configured mode, as the bridge left them before a transient fault.
+func (m *Motors) holding(bus *dynamixel.Bus) (bool, error) {
+	b := make([]byte, 1)
+	for _, id := range m.cfg.IDs {
+		if err := bus.Read(id, dynamixel.AddrTorqueEnable, b); err != nil && !errors.Is(err, dynamixel.ErrAlert) {
+			return false, fmt.Errorf("emio: read torque of motor %d: %w", id, err)
+		}
+		if b[0] != 1 {
+			return false, nil
+		}
+		if err := bus.Read(id, dynamixel.AddrOperatingMode, b); err != nil && !errors.Is(err, dynamixel.ErrAlert) {
+			return false, fmt.Errorf("emio: read operating mode of motor %d: %w", id, err)
+		}
+		if dynamixel.OperatingMode(b[0]) != m.cfg.Mode {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// resume takes over servos that hold a position without touching torque,
+// mode or goal; only the profile velocity (RAM, writable with torque on) is
+// written again, in case the servos were power-cycled into a holding state
+// by someone else.
+func (m *Motors) resume(bus *dynamixel.Bus, fast bool) error {
+	g, err := bus.NewGroup(m.cfg.IDs, fast)
+	if err != nil {
+		return err
+	}
+	prof := make([]int32, len(m.cfg.IDs))
+	for i := range prof {
+		prof[i] = int32(m.cfg.ProfileVelocity)
+	}
+	if err := g.WriteInt32(dynamixel.AddrProfileVelocity, prof); err != nil {
+		return fmt.Errorf("emio: profile velocity: %w", err)
+	}
+	if err := g.ReadInt32(dynamixel.AddrPresentPosition, m.pulses); err != nil && !errors.Is(err, dynamixel.ErrAlert) {
+		return fmt.Errorf("emio: read positions: %w", err)
+	}
+	m.port, m.bus, m.group = bus.Port(), bus, g
+	m.misses = 0
+	isFast, _ := g.Fast()
+	m.log.Info("emio: motors resumed, still holding (torque left on)", "ids", fmt.Sprint(m.cfg.IDs), "fast_sync_read", isFast)
+	return nil
+}
+
+// Measure implements plant.Plant: markers, then the motor angles (rad,
 // emioapi's convention). A hardware alert does not fail the tick: the
 // positions are valid; the alert is kept for Alert.
 func (m *Motors) Measure(dst []float64) error {
@@ -241,7 +340,7 @@ func (m *Motors) Measure(dst []float64) error {
 	} else {
 		m.misses = 0
 	}
-	n := 3 * m.cfg.Markers
+	n := len(dst) - len(m.q) // the markers come first (Layout)
 	for i, p := range m.pulses {
 		m.q[i] = dynamixel.PulseToRad(p)
 	}
@@ -254,7 +353,7 @@ func (m *Motors) Measure(dst []float64) error {
 	return nil
 }
 
-// Ready implements bridge.Readier: the measurement is complete once the
+// Ready implements plant.Readier: the measurement is complete once the
 // marker source (a camera) has one; a source without Ready always has.
 func (m *Motors) Ready() bool {
 	return m.ready == nil || m.ready.Ready()
@@ -301,7 +400,7 @@ func (m *Motors) Alert() (*Alert, uint64) {
 	return m.alert.Swap(nil), m.alerts.Load()
 }
 
-// Command implements bridge.Plant: goal positions from angles. NaN, ±Inf and
+// Command implements plant.Plant: goal positions from angles. NaN, ±Inf and
 // angles beyond the pulse range are refused whole; pulses are clamped to the
 // mode's position range.
 func (m *Motors) Command(u []float64) error {
@@ -326,17 +425,17 @@ func (m *Motors) Command(u []float64) error {
 	return m.group.WriteInt32(dynamixel.AddrGoalPosition, m.pulses)
 }
 
-// Halt implements bridge.Plant: hold leaves the servos on their last goal,
+// Halt implements plant.Plant: hold leaves the servos on their last goal,
 // torque off releases them.
-func (m *Motors) Halt(p bridge.HaltPolicy) error {
-	if m.bus == nil || p != bridge.HaltTorqueOff {
+func (m *Motors) Halt(p plant.HaltPolicy) error {
+	if m.bus == nil || p != plant.HaltTorqueOff {
 		return nil
 	}
 	off := make([]byte, len(m.cfg.IDs))
 	return m.bus.SyncWrite(dynamixel.AddrTorqueEnable, 1, m.cfg.IDs, off)
 }
 
-// Reopen implements bridge.Reopener: close the old port, open it again by
+// Reopen implements plant.Reopener: close the old port, open it again by
 // name, and run the open sequence (a replugged adapter lost the servos'
 // RAM settings only if the servos lost power).
 func (m *Motors) Reopen(ctx context.Context) error {
@@ -353,6 +452,3 @@ func (m *Motors) Close() error {
 	m.port, m.bus, m.group = nil, nil, nil
 	return err
 }
-
-// Bus returns the open bus (nil when closed), for diagnostics.
-func (m *Motors) Bus() *dynamixel.Bus { return m.bus }

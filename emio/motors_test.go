@@ -1,16 +1,20 @@
 package emio_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"math"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/labbridge/bridge/bridge"
 	"github.com/labbridge/bridge/dynamixel"
 	"github.com/labbridge/bridge/dynamixel/dxlsim"
 	"github.com/labbridge/bridge/emio"
+	"github.com/labbridge/bridge/plant"
 	"github.com/labbridge/bridge/sim"
 )
 
@@ -163,7 +167,7 @@ func TestOverheatAlert(t *testing.T) {
 
 func TestHaltTorqueOff(t *testing.T) {
 	m, sb := rig(t, nil)
-	if err := m.Halt(bridge.HaltTorqueOff); err != nil {
+	if err := m.Halt(plant.HaltTorqueOff); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range sb.Servos() {
@@ -224,3 +228,105 @@ func BenchmarkSyncReadWrite(b *testing.B) {
 		}
 	}
 }
+
+// A reopen that finds the same servos still holding (a transient miss, a
+// replugged adapter with the servos powered) leaves them holding: torque is
+// never turned off, and the goal stays where the link left it.
+func TestReopenKeepsHoldingServos(t *testing.T) {
+	m, sb := rig(t, nil)
+	u := []float64{0.3, -0.2, 0.1, 0}
+	if err := m.Command(u); err != nil {
+		t.Fatal(err)
+	}
+	goals := make([]int64, 4)
+	for i, s := range sb.Servos() {
+		goals[i] = s.Value(dynamixel.ItemGoalPosition)
+	}
+	for range 3 {
+		if err := m.Reopen(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, s := range sb.Servos() {
+		if n := s.Releases(); n != 0 {
+			t.Errorf("servo %d was released %d times by a reopen of a healthy bus", s.ID(), n)
+		}
+		if g := s.Value(dynamixel.ItemGoalPosition); g != goals[i] {
+			t.Errorf("servo %d goal moved from %d to %d by a reopen", s.ID(), goals[i], g)
+		}
+	}
+	y := make([]float64, m.MeasureLen())
+	if err := m.Measure(y); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// After a torque-off halt, a reopen holds the servos again where they are:
+// torque on, goal = present position, so nothing jumps.
+func TestReopenAfterTorqueOffHolds(t *testing.T) {
+	m, sb := rig(t, nil)
+	if err := m.Halt(plant.HaltTorqueOff); err != nil {
+		t.Fatal(err)
+	}
+	// Someone moves the limp arm by hand.
+	if err := sb.Servo(2).SetValue(dynamixel.ItemPresentPosition, 2300); err != nil {
+		t.Skipf("the simulator does not let a test move a servo: %v", err)
+	}
+	if err := m.Reopen(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sb.Servos() {
+		if s.Value(dynamixel.ItemTorqueEnable) != 1 {
+			t.Errorf("servo %d still limp after the reopen", s.ID())
+		}
+		if g, p := s.Value(dynamixel.ItemGoalPosition), s.Value(dynamixel.ItemPresentPosition); g != p {
+			t.Errorf("servo %d: goal %d, present %d: it would jump", s.ID(), g, p)
+		}
+	}
+}
+
+// An overheating servo is reported by the alert service, with its ID,
+// hardware error and temperatures, while the loop only records it.
+func TestAlertReporterLogs(t *testing.T) {
+	m, sb := rig(t, nil)
+	var logs syncBuffer
+	r := &emio.AlertReporter{Motors: m, Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Every: time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Serve(ctx) }()
+	if err := sb.ForceOverheat(2); err != nil {
+		t.Fatal(err)
+	}
+	y := make([]float64, m.MeasureLen())
+	if err := m.Measure(y); err != nil { // the tick records the alert
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), "servo hardware alert") {
+		if time.Now().After(deadline) {
+			t.Fatal("no alert logged")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if s := logs.String(); !strings.Contains(s, `"id":2`) || !strings.Contains(s, `"hardware_error":"overheating"`) || !strings.Contains(s, `"temperature_limit_c":80`) {
+		t.Errorf("alert log:\n%s", s)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

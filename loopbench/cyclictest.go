@@ -88,6 +88,21 @@ func (c CyclictestConfig) Args(histfile string) []string {
 	)
 }
 
+// CyclictestLike is the cyclictest run that measures the same thing as the
+// loop benchmark cfg did in ticks ticks: same rate and length, SCHED_FIFO 80
+// when the loop ran without a priority, and CPU 1 when it was not pinned
+// (cyclictest must run on one CPU).
+func CyclictestLike(cfg Config, ticks uint64) CyclictestConfig {
+	ct := CyclictestConfig{Rate: cfg.Rate, Loops: int(ticks), Priority: cfg.Priority, CPU: cfg.CPU}
+	if ct.Priority == 0 {
+		ct.Priority = 80
+	}
+	if ct.CPU < 0 {
+		ct.CPU = 1
+	}
+	return ct
+}
+
 // RunCyclictest runs cyclictest as configured and summarises its histogram.
 func RunCyclictest(ctx context.Context, cfg CyclictestConfig) (Result, error) {
 	if err := cfg.Validate(); err != nil {

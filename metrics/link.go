@@ -19,7 +19,7 @@ type Link struct {
 	coll *linkCollector
 
 	ticks, overruns, lateReplies, stateChanges prometheus.Counter
-	rejNonFinite, rejLength, rejClamped        prometheus.Counter
+	rejNonFinite, rejClamped                   prometheus.Counter
 	status                                     [simulink.NumStatus]prometheus.Counter
 	dropped                                    [simulink.NumDropReason]prometheus.Counter
 	restarts                                   *prometheus.CounterVec
@@ -94,7 +94,6 @@ func (l *Link) resolve(s *Set, period time.Duration) error {
 	l.lateReplies = get(s.lateReplies, l.name)
 	l.stateChanges = get(s.stateChanges, l.name)
 	l.rejNonFinite = get(s.rejected, l.name, RejectNonFinite)
-	l.rejLength = get(s.rejected, l.name, RejectLength)
 	l.rejClamped = get(s.rejected, l.name, RejectClamped)
 	for i := range l.status {
 		l.status[i] = get(s.status, l.name, simulink.Status(i).String())
@@ -166,9 +165,6 @@ func (l *Link) Dropped(r simulink.DropReason) {
 
 // RejectedNonFinite counts a command refused because it held a NaN or ±Inf.
 func (l *Link) RejectedNonFinite() { l.rejNonFinite.Inc() }
-
-// RejectedLength counts a command refused because of its length.
-func (l *Link) RejectedLength() { l.rejLength.Inc() }
 
 // Clamped counts a command clamped to the configured limits.
 func (l *Link) Clamped() { l.rejClamped.Inc() }

@@ -50,10 +50,11 @@ var linkStates = [...]string{StateStarting, StateHandshaking, StateRunning, Stat
 // fresh slice.
 func LinkStates() []string { return append([]string(nil), linkStates[:]...) }
 
-// Reasons of bridge_link_rejected_commands_total.
+// Reasons of bridge_link_rejected_commands_total. A command of the wrong
+// length never reaches the link: the Simulink master drops its datagram and
+// counts it in bridge_link_dropped_datagrams_total{reason="size"}.
 const (
 	RejectNonFinite = "nonfinite"
-	RejectLength    = "length"
 	RejectClamped   = "clamped"
 )
 

@@ -203,7 +203,7 @@ func TestGatheredMetrics(t *testing.T) {
 				t.Errorf("dropped %s = %v, want 0", r, v)
 			}
 		}
-		for _, r := range []string{"nonfinite", "length", "clamped"} {
+		for _, r := range []string{"nonfinite", "clamped"} {
 			series(t, fams, "bridge_link_rejected_commands_total", map[string]string{"link": link, "reason": r})
 		}
 		for _, n := range []string{"bridge_loop_ticks_total", "bridge_loop_overruns_total", "bridge_link_late_replies_total",
@@ -241,8 +241,6 @@ func TestGatheredMetrics(t *testing.T) {
 	fast.Dropped(simulink.DropSource)
 	fast.Dropped(simulink.DropReason(99)) // ignored
 	fast.RejectedNonFinite()
-	fast.RejectedLength()
-	fast.RejectedLength()
 	fast.Clamped()
 	fast.DeviceRestart("dxl")
 	fast.DeviceRestart("dxl")
@@ -278,7 +276,6 @@ func TestGatheredMetrics(t *testing.T) {
 		{"bridge_link_late_replies_total", servo, 1},
 		{"bridge_link_dropped_datagrams_total", map[string]string{"link": "servo", "reason": "source"}, 1},
 		{"bridge_link_rejected_commands_total", map[string]string{"link": "servo", "reason": "nonfinite"}, 1},
-		{"bridge_link_rejected_commands_total", map[string]string{"link": "servo", "reason": "length"}, 2},
 		{"bridge_link_rejected_commands_total", map[string]string{"link": "servo", "reason": "clamped"}, 1},
 		{"bridge_device_restarts_total", map[string]string{"link": "servo", "device": "dxl"}, 2},
 		{"bridge_device_restarts_total", map[string]string{"link": "servo", "device": "bad\uFFFD"}, 1},
@@ -382,7 +379,6 @@ func TestHotPathAllocs(t *testing.T) {
 		{"Reply", func() { n++; l.Reply(n*500, n%2 == 0) }},
 		{"Dropped", func() { l.Dropped(simulink.DropStale) }},
 		{"RejectedNonFinite", l.RejectedNonFinite},
-		{"RejectedLength", l.RejectedLength},
 		{"Clamped", l.Clamped},
 	}
 	for _, tt := range tests {

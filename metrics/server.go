@@ -5,18 +5,27 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/labbridge/bridge/plant"
 )
 
-// ErrServed: Serve was called more than once, or after Close.
-var ErrServed = errors.New("metrics: server already served or closed")
+var (
+	// ErrServed: Serve was called while another Serve runs.
+	ErrServed = errors.New("metrics: server already serving")
+	// ErrClosed: Serve was called after Close. It wraps plant.ErrPermanent:
+	// a supervisor does not retry it.
+	ErrClosed = fmt.Errorf("metrics: server closed (%w)", plant.ErrPermanent)
+)
 
 // HTTP timeouts. A scrape of this process takes well under a second
 // (docs/realtime.md §9.3); the limits only stop slow or stuck clients from
@@ -31,10 +40,15 @@ const (
 
 // Server serves /metrics, /healthz and a small index page.
 type Server struct {
-	ln     net.Listener
-	srv    *http.Server
-	logger *slog.Logger
-	used   atomic.Bool
+	addr    net.Addr // bound by Listen, kept across Serves
+	handler http.Handler
+	errLog  *log.Logger
+	logger  *slog.Logger
+	serving atomic.Bool
+
+	mu     sync.Mutex
+	ln     net.Listener // nil once a Serve has released it
+	closed bool
 }
 
 // Listen binds addr (host:port; port 0 picks a free one, see Addr) and prepares
@@ -78,18 +92,7 @@ func Listen(addr string, gatherer prometheus.Gatherer, health func() error, logg
 	if err != nil {
 		return nil, fmt.Errorf("metrics: listen %q: %w", addr, err)
 	}
-	return &Server{
-		ln:     ln,
-		logger: logger,
-		srv: &http.Server{
-			Handler:           mux,
-			ReadHeaderTimeout: readHeaderTimeout,
-			ReadTimeout:       readTimeout,
-			WriteTimeout:      writeTimeout,
-			IdleTimeout:       idleTimeout,
-			ErrorLog:          errLog,
-		},
-	}, nil
+	return &Server{addr: ln.Addr(), ln: ln, handler: mux, errLog: errLog, logger: logger}, nil
 }
 
 func plainText(w http.ResponseWriter) {
@@ -98,47 +101,86 @@ func plainText(w http.ResponseWriter) {
 }
 
 // Addr returns the bound address.
-func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+func (s *Server) Addr() net.Addr { return s.addr }
 
 // Serve serves until ctx is done, then shuts down, giving requests in flight a
 // few seconds to finish. It returns nil on such a clean stop, and an error if
-// serving fails or the shutdown times out. It may be called once.
+// serving fails or the shutdown times out. Serve may be called again after it
+// returned (the supervisor's restart after a failure): it listens on the same
+// address again. After Close it returns ErrClosed.
 func (s *Server) Serve(ctx context.Context) error {
-	if !s.used.CompareAndSwap(false, true) {
+	if !s.serving.CompareAndSwap(false, true) {
 		return ErrServed
 	}
-	s.logger.Info("metrics: serving", "addr", s.ln.Addr().String())
+	defer s.serving.Store(false)
+	ln, err := s.listener()
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          s.errLog,
+	}
+	s.logger.Info("metrics: serving", "addr", s.addr.String())
 	errc := make(chan error, 1)
-	go func() { errc <- s.srv.Serve(s.ln) }()
+	go func() { errc <- srv.Serve(ln) }()
 
 	select {
-	case err := <-errc: // the listener failed on its own
-		return fmt.Errorf("metrics: serve %s: %w", s.ln.Addr(), err)
+	case err := <-errc: // the listener failed on its own; Serve closed it
+		return fmt.Errorf("metrics: serve %s: %w", s.addr, err)
 	case <-ctx.Done():
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()
-	shutErr := s.srv.Shutdown(sctx)
+	shutErr := srv.Shutdown(sctx)
 	if shutErr != nil {
-		_ = s.srv.Close() // drop the stragglers so the serve goroutine ends
+		_ = srv.Close() // drop the stragglers so the serve goroutine ends
 	}
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("metrics: serve %s: %w", s.ln.Addr(), err)
+		return fmt.Errorf("metrics: serve %s: %w", s.addr, err)
 	}
 	if shutErr != nil {
-		return fmt.Errorf("metrics: shutdown %s: %w", s.ln.Addr(), shutErr)
+		return fmt.Errorf("metrics: shutdown %s: %w", s.addr, shutErr)
 	}
 	return nil
 }
 
-// Close releases the listener of a server that will not be served. After
-// Serve has started, cancel its context instead.
-func (s *Server) Close() error {
-	if !s.used.CompareAndSwap(false, true) {
-		return ErrServed
+// listener hands the bound listener to a Serve, or binds the address again
+// for a Serve after the first.
+func (s *Server) listener() (net.Listener, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
 	}
-	if err := s.ln.Close(); err != nil {
-		return fmt.Errorf("metrics: close %s: %w", s.ln.Addr(), err)
+	if ln := s.ln; ln != nil {
+		s.ln = nil // http.Server.Serve closes it when it returns
+		return ln, nil
+	}
+	ln, err := net.Listen("tcp", s.addr.String())
+	if err != nil {
+		return nil, fmt.Errorf("metrics: listen %s again: %w", s.addr, err)
+	}
+	return ln, nil
+}
+
+// Close releases the listener of a server that is not serving; a later Serve
+// returns ErrClosed. After Serve has started, cancel its context instead.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.ln == nil {
+		return nil
+	}
+	ln := s.ln
+	s.ln = nil
+	if err := ln.Close(); err != nil {
+		return fmt.Errorf("metrics: close %s: %w", s.addr, err)
 	}
 	return nil
 }

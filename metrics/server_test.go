@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/labbridge/bridge/plant"
 )
 
 // startServer serves reg until the test ends and returns the base URL.
@@ -31,11 +33,53 @@ func startServer(t *testing.T, reg prometheus.Gatherer, health func() error) str
 		if err := <-done; err != nil {
 			t.Errorf("Serve returned %v after cancel, want nil", err)
 		}
-		if err := srv.Serve(context.Background()); !errors.Is(err, ErrServed) {
-			t.Errorf("second Serve = %v, want ErrServed", err)
-		}
 	})
 	return "http://" + srv.Addr().String()
+}
+
+// A server served again after it returned (the supervisor's restart) listens
+// on the same address and answers; one that was closed refuses for good.
+func TestServerServesAgain(t *testing.T) {
+	srv, err := Listen("127.0.0.1:0", prometheus.NewRegistry(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + srv.Addr().String() + "/healthz"
+	for round := range 2 {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- srv.Serve(ctx) }()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if code, _ := tryGet(url); code == http.StatusOK {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: %s never answered", round, url)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err := srv.Serve(context.Background()); !errors.Is(err, ErrServed) {
+			t.Errorf("concurrent Serve = %v, want ErrServed", err)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("round %d: Serve = %v", round, err)
+		}
+	}
+	srv.Close()
+	if err := srv.Serve(context.Background()); !errors.Is(err, ErrClosed) || !errors.Is(err, plant.ErrPermanent) {
+		t.Errorf("Serve after Close = %v, want ErrClosed, a permanent failure", err)
+	}
+}
+
+func tryGet(url string) (int, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
 }
 
 func get(t *testing.T, url string) (int, string) {
@@ -159,7 +203,7 @@ func TestListenErrors(t *testing.T) {
 	if err := srv.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
-	if err := srv.Serve(context.Background()); !errors.Is(err, ErrServed) {
-		t.Errorf("Serve after Close = %v, want ErrServed", err)
+	if err := srv.Serve(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Errorf("Serve after Close = %v, want ErrClosed", err)
 	}
 }

@@ -13,8 +13,9 @@ import (
 	"time"
 )
 
-// fixture is the recording shipped beside the repository (see its NOTICE).
-const fixture = "../../shared/fixtures/single_depth_color_640x480.bag"
+// fixture is a recording of a real D4xx from librealsense's own unit tests,
+// kept in testdata/ with its licence (testdata/NOTICE).
+const fixture = "testdata/single_depth_color_640x480.bag"
 
 const installPeer = `install the peer with "apt-get install libusb-1.0-0 && pip install pyrealsense2" ` +
 	`(its extension module carries librealsense2) or set ` + EnvLibrary + ` to a librealsense2.so`
@@ -52,7 +53,7 @@ func loadLib(t *testing.T) *Lib {
 func needFixture(t *testing.T) {
 	t.Helper()
 	if _, err := os.Stat(fixture); err != nil {
-		t.Skipf("playback fixture %s absent (%v): it ships in the shared fixtures beside the repository", fixture, err)
+		t.Fatalf("playback fixture %s absent (%v): it is part of the repository", fixture, err)
 	}
 }
 

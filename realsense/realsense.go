@@ -200,6 +200,28 @@ print(lib)
 	return dir, libpython, nil
 }
 
+// LoadAny loads librealsense2 wherever a lab has it: the system's library
+// (Intel's package), the file named by REALSENSE_LIB, or the library the
+// pyrealsense2 Python package carries. A build without cgo reports ErrNoCgo;
+// a machine with none of them gets one error saying how to install one.
+func LoadAny(ctx context.Context) (*Lib, error) {
+	lib, err := Load(Options{})
+	if err == nil || errors.Is(err, ErrNoCgo) {
+		return lib, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	dir, libpython, pyErr := FindPyrealsense2(pctx, "")
+	if pyErr != nil {
+		return nil, fmt.Errorf("%w (install Intel's librealsense2 package, or `pip install pyrealsense2`, or set %s to the library's path)", err, EnvLibrary)
+	}
+	opts := Options{SearchDirs: []string{dir}}
+	if libpython != "" {
+		opts.Preload = []string{libpython}
+	}
+	return Load(opts)
+}
+
 // Config selects the camera and streams to open.
 type Config struct {
 	// Serial selects the camera; "" means the first one. Ignored for playback.

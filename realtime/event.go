@@ -1,11 +1,16 @@
 package realtime
 
 import (
+	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
+
+// ErrClosed is a Signal or a wait on an Event after Close.
+var ErrClosed = errors.New("realtime: event closed")
 
 // Event wakes one waiting thread from another goroutine: an eventfd that the
 // waiter polls with ppoll, so a loop thread can wait for a camera frame with a
@@ -13,13 +18,18 @@ import (
 // another thread, no allocation). Signals that arrive while nobody waits are
 // counted, not lost: the next wait returns at once and reports how many came.
 //
-// One goroutine may wait at a time; any number may signal. Close it after the
-// last wait and signal.
+// One goroutine may wait at a time; any number may signal. After Close,
+// Signal and WaitUntil return ErrClosed: they never touch the file
+// descriptor again, which the kernel may by then have given to another file.
 type Event struct {
-	fd   int
-	c    *Clock
-	last atomic.Int64 // clock reading passed to the last Signal
-	one  [8]byte      // the counter increment every Signal writes; read-only after NewEvent
+	// mu is held shared by Signal and WaitUntil while they use fd, and
+	// exclusively by Close, so the descriptor is never closed under them.
+	mu     sync.RWMutex
+	closed bool
+	fd     int
+	c      *Clock
+	last   atomic.Int64 // clock reading passed to the last Signal
+	one    [8]byte      // the counter increment every Signal writes; read-only after NewEvent
 
 	// Waiter-owned scratch, so that waiting allocates nothing.
 	pfd [1]unix.PollFd
@@ -45,6 +55,11 @@ func NewEvent(c *Clock) (*Event, error) {
 // Signal records at (a Clock reading: when the event happened) and wakes the
 // waiter. It does not allocate.
 func (e *Event) Signal(at int64) error {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
+		return ErrClosed
+	}
 	e.last.Store(at)
 	for {
 		_, err := unix.Write(e.fd, e.one[:])
@@ -62,7 +77,13 @@ func (e *Event) Signal(at int64) error {
 // WaitUntil waits until the event is signalled or the clock reaches deadline
 // (ns). It returns how many signals arrived since the last wait (0 on
 // timeout) and the time passed to the newest of them. It does not allocate.
+// A Close meanwhile waits for it to return (at the latest at deadline).
 func (e *Event) WaitUntil(deadline int64) (n uint64, at int64, err error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.closed {
+		return 0, 0, ErrClosed
+	}
 	for {
 		if n, ok, err := e.take(); err != nil || ok {
 			return n, e.last.Load(), err
@@ -97,5 +118,13 @@ func (e *Event) take() (uint64, bool, error) {
 	}
 }
 
-// Close closes the eventfd.
-func (e *Event) Close() error { return unix.Close(e.fd) }
+// Close closes the eventfd. It is idempotent.
+func (e *Event) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	return unix.Close(e.fd)
+}

@@ -1,8 +1,11 @@
 package realtime
 
 import (
+	"errors"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestEventWaitAndTimeout(t *testing.T) {
@@ -64,5 +67,45 @@ func TestEventAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("signal + wait allocate %v times", allocs)
+	}
+}
+
+// After Close, Signal and WaitUntil fail with ErrClosed and never write to
+// the descriptor number, which the kernel hands to the next file opened.
+func TestEventClosedStaysClosed(t *testing.T) {
+	c := NewClock()
+	e, err := NewEvent(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd := e.fd
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The same number, now another file's: a pipe whose read end would show
+	// a stray write.
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p[0])
+	defer unix.Close(p[1])
+	if p[0] != fd && p[1] != fd {
+		t.Logf("the kernel gave the pipe %v, not the event's old %d; the check below still holds", p, fd)
+	}
+	if err := e.Signal(1); !errors.Is(err, ErrClosed) {
+		t.Errorf("Signal after Close = %v, want ErrClosed", err)
+	}
+	if _, _, err := e.WaitUntil(c.Now() + int64(time.Millisecond)); !errors.Is(err, ErrClosed) {
+		t.Errorf("WaitUntil after Close = %v, want ErrClosed", err)
+	}
+	buf := make([]byte, 16)
+	if n, err := unix.Read(p[0], buf); n > 0 {
+		t.Errorf("a closed event wrote %d bytes into the file that took its descriptor", n)
+	} else if err != unix.EAGAIN {
+		t.Errorf("read of the pipe: %v", err)
+	}
+	if err := e.Close(); err != nil {
+		t.Errorf("second Close = %v", err)
 	}
 }

@@ -70,17 +70,20 @@ func WatchdogInterval(watchdogUsec, watchdogPID string, pid int) time.Duration {
 	return time.Duration(us) * time.Microsecond / 2
 }
 
-// Watchdog pings every interval while progress() changes between pings.
+// Watchdog pings every interval while Alive says the service makes
+// progress.
 type Watchdog struct {
 	N        *Notifier
 	Interval time.Duration
-	// Progress returns a counter that advances while the service is healthy,
-	// the loop's tick count.
-	Progress func() uint64
+	// Alive reports, at each call, whether the service advanced since the
+	// previous call: for the bridge, whether every link's loop ticked
+	// (bridge.Supervisor.Progress), so one stalled link is enough to stop
+	// the pings.
+	Alive func() bool
 }
 
-// Serve pings until ctx is done. A stalled counter skips the ping, so systemd
-// restarts the service after WatchdogSec.
+// Serve pings until ctx is done. A stalled service skips the ping, so
+// systemd restarts it after WatchdogSec.
 func (w *Watchdog) Serve(ctx context.Context) error {
 	if w.Interval <= 0 || !w.N.Enabled() {
 		<-ctx.Done()
@@ -88,20 +91,65 @@ func (w *Watchdog) Serve(ctx context.Context) error {
 	}
 	t := time.NewTicker(w.Interval)
 	defer t.Stop()
-	last := w.Progress()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
 		}
-		now := w.Progress()
-		if now == last {
+		if !w.Alive() {
 			continue
 		}
-		last = now
 		if err := w.N.Send("WATCHDOG=1"); err != nil {
 			return err
 		}
 	}
+}
+
+// Lifecycle tells systemd a service's life: READY=1 with a status once
+// Ready holds, WATCHDOG=1 while Alive holds (with $WATCHDOG_USEC set), and
+// STOPPING=1 when its context ends.
+type Lifecycle struct {
+	N *Notifier
+	// Watchdog is the ping interval (WatchdogInterval); 0: no pings.
+	Watchdog time.Duration
+	// Ready reports whether start-up is complete, with a status line.
+	Ready func() (bool, string)
+	// Alive is Watchdog.Alive.
+	Alive func() bool
+	// Poll is how often Ready is asked; 0 means 10 ms.
+	Poll time.Duration
+}
+
+// Serve runs until ctx is done; it does nothing when no socket is set.
+// Notification errors are returned when ctx ends; they never stop the
+// service.
+func (l *Lifecycle) Serve(ctx context.Context) error {
+	if !l.N.Enabled() {
+		<-ctx.Done()
+		return nil
+	}
+	defer l.N.Stopping()
+	poll := l.Poll
+	if poll <= 0 {
+		poll = 10 * time.Millisecond
+	}
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if ok, status := l.Ready(); ok {
+			if err := l.N.Ready(status); err != nil {
+				return err
+			}
+			break
+		}
+	}
+	t.Stop()
+	w := &Watchdog{N: l.N, Interval: l.Watchdog, Alive: l.Alive}
+	return w.Serve(ctx)
 }

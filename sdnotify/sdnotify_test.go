@@ -73,7 +73,9 @@ func TestWatchdogInterval(t *testing.T) {
 func TestWatchdogPingsOnlyOnProgress(t *testing.T) {
 	c, path := listen(t)
 	var ticks atomic.Uint64
-	w := &Watchdog{N: New(path), Interval: 5 * time.Millisecond, Progress: ticks.Load}
+	var last uint64
+	alive := func() bool { n := ticks.Load(); moved := n != last; last = n; return moved }
+	w := &Watchdog{N: New(path), Interval: 5 * time.Millisecond, Alive: alive}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- w.Serve(ctx) }()
@@ -89,5 +91,41 @@ func TestWatchdogPingsOnlyOnProgress(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The lifecycle says READY=1 with its status once ready, pings while alive,
+// and STOPPING=1 at the end.
+func TestLifecycle(t *testing.T) {
+	c, path := listen(t)
+	var ready, alive atomic.Bool
+	l := &Lifecycle{N: New(path), Watchdog: 5 * time.Millisecond, Poll: time.Millisecond,
+		Ready: func() (bool, string) { return ready.Load(), "2 link(s) ticking" }, Alive: alive.Load}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- l.Serve(ctx) }()
+	time.Sleep(20 * time.Millisecond) // not ready: nothing sent
+	c.SetReadDeadline(time.Now())
+	if _, err := c.Read(make([]byte, 64)); err == nil {
+		t.Fatal("notified before ready")
+	}
+	ready.Store(true)
+	if got := read(t, c); got != "READY=1\nSTATUS=2 link(s) ticking" {
+		t.Errorf("got %q", got)
+	}
+	alive.Store(true)
+	if got := read(t, c); got != "WATCHDOG=1" {
+		t.Errorf("got %q", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if got := read(t, c); got == "STOPPING=1" {
+			break
+		} else if got != "WATCHDOG=1" {
+			t.Fatalf("got %q, want STOPPING=1", got)
+		}
 	}
 }

@@ -13,7 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/labbridge/bridge/bridge"
+	"github.com/labbridge/bridge/emio"
+	"github.com/labbridge/bridge/plant"
 )
 
 // Clock gives monotonic nanoseconds.
@@ -84,8 +85,8 @@ func (c *MotorsConfig) validate() error {
 	return nil
 }
 
-// Motors is the in-memory plant. It satisfies bridge.Plant and
-// bridge.Reopener. Measure and Command do not allocate.
+// Motors is the in-memory plant. It satisfies plant.Plant and
+// plant.Reopener. Measure and Command do not allocate.
 type Motors struct {
 	cfg   MotorsConfig
 	clock Clock
@@ -97,6 +98,8 @@ type Motors struct {
 	unplugged bool
 	commands  uint64
 	markers   *LinearMarkers
+
+	measureLen int
 }
 
 // NewMotors returns motors at their initial angles, torque on, holding there.
@@ -104,7 +107,8 @@ func NewMotors(cfg MotorsConfig, clock Clock) (*Motors, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	m := &Motors{cfg: cfg, clock: clock, q: make([]float64, cfg.Motors), goal: make([]float64, cfg.Motors), torque: true}
+	m := &Motors{cfg: cfg, clock: clock, q: make([]float64, cfg.Motors), goal: make([]float64, cfg.Motors), torque: true,
+		measureLen: emio.Layout(cfg.Markers, cfg.Motors).MeasureLen()}
 	if cfg.Markers > 0 {
 		lm, err := NewLinearMarkers(cfg.Y0, cfg.J, cfg.Motors)
 		if err != nil {
@@ -118,10 +122,10 @@ func NewMotors(cfg MotorsConfig, clock Clock) (*Motors, error) {
 	return m, nil
 }
 
-// MeasureLen implements bridge.Plant: 3·Markers marker values then the angles.
+// MeasureLen implements plant.Plant: 3·Markers marker values then the angles.
 func (m *Motors) MeasureLen() int { return 3*m.cfg.Markers + m.cfg.Motors }
 
-// CommandLen implements bridge.Plant.
+// CommandLen implements plant.Plant.
 func (m *Motors) CommandLen() int { return m.cfg.Motors }
 
 // advance integrates the first-order response up to now.
@@ -141,7 +145,7 @@ func (m *Motors) advance() {
 	}
 }
 
-// Measure implements bridge.Plant.
+// Measure implements plant.Plant.
 func (m *Motors) Measure(dst []float64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -152,7 +156,7 @@ func (m *Motors) Measure(dst []float64) error {
 		return fmt.Errorf("sim: measure buffer of %d values, want %d", len(dst), m.MeasureLen())
 	}
 	m.advance()
-	n := 3 * m.cfg.Markers
+	n := len(dst) - len(m.q) // the markers come first (emio.Layout)
 	if m.markers != nil {
 		m.markers.Markers(m.q, dst[:n])
 	}
@@ -160,7 +164,7 @@ func (m *Motors) Measure(dst []float64) error {
 	return nil
 }
 
-// Command implements bridge.Plant: the goal angles. A NaN, ±Inf or a command
+// Command implements plant.Plant: the goal angles. A NaN, ±Inf or a command
 // of the wrong length is refused and the previous goal is kept.
 func (m *Motors) Command(u []float64) error {
 	if len(u) != m.cfg.Motors {
@@ -183,18 +187,18 @@ func (m *Motors) Command(u []float64) error {
 	return nil
 }
 
-// Halt implements bridge.Plant: hold keeps the goal, torque off lets go.
-func (m *Motors) Halt(p bridge.HaltPolicy) error {
+// Halt implements plant.Plant: hold keeps the goal, torque off lets go.
+func (m *Motors) Halt(p plant.HaltPolicy) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.advance()
-	if p == bridge.HaltTorqueOff {
+	if p == plant.HaltTorqueOff {
 		m.torque = false
 	}
 	return nil
 }
 
-// Reopen implements bridge.Reopener: it fails while unplugged.
+// Reopen implements plant.Reopener: it fails while unplugged.
 func (m *Motors) Reopen(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

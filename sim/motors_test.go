@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/labbridge/bridge/bridge"
+	"github.com/labbridge/bridge/plant"
 )
 
 // fakeClock is advanced by hand.
@@ -80,7 +80,7 @@ func TestHaltTorqueOffStopsMotion(t *testing.T) {
 	c := &fakeClock{}
 	m, _ := NewMotors(DefaultEmio(), c)
 	m.Command([]float64{1, 1, 1, 1})
-	m.Halt(bridge.HaltTorqueOff)
+	m.Halt(plant.HaltTorqueOff)
 	c.t += int64(time.Second)
 	q, g := make([]float64, 4), make([]float64, 4)
 	if torque, _ := m.State(q, g); torque || q[0] != 0 {

@@ -12,7 +12,7 @@ import (
 //
 // Step computes the command u (CommandLen values, owned by the caller and
 // holding the previous command on entry) from the measurement y (MeasureLen
-// values: 3·nbMarkers marker coordinates in mm, then the motor angles in rad).
+// values, laid out as the plant's Dims say).
 // Step runs once per datagram and must not allocate. When y holds a NaN or
 // ±Inf, or has the wrong length, Step leaves u unchanged: a bad measurement
 // holds the robot rather than producing a NaN command.
@@ -54,11 +54,54 @@ const (
 // Bounds that keep configurations sane; a servo angle lies in (−π, π]
 // (pulse = 2048 − K·rad over 0..4095).
 const (
-	ctlMaxAngle   = math.Pi
-	ctlMaxMarkers = 1000
-	ctlMaxLen     = 1000
-	ctlMaxRate    = 1e6
+	ctlMaxAngle = math.Pi
+	ctlMaxLen   = 1000
+	ctlMaxRate  = 1e6
 )
+
+// Span is a run of values in a vector: Len values from Off.
+type Span struct{ Off, Len int }
+
+func (s Span) end() int { return s.Off + s.Len }
+
+// Dims is the shape a controller works on. Every length comes from the
+// plant; this package knows no robot.
+type Dims struct {
+	// MeasureLen and CommandLen are the payload lengths of a measurement and
+	// of a command.
+	MeasureLen, CommandLen int
+	// Hold is where the measurement carries the commanded quantity, such as
+	// the motor angles of a position-commanded robot: the hold controller
+	// commands it back, so the robot stays where it is. Len 0 means the
+	// plant measures no such thing (a velocity-commanded robot): hold
+	// commands zeros, which stops it.
+	Hold Span
+	// Feature is what the Jacobian controller regulates, such as the Emio's
+	// marker coordinates (mm).
+	Feature Span
+}
+
+// check validates the lengths and that both spans lie in the measurement.
+func (d Dims) check() error {
+	if d.MeasureLen < 0 || d.MeasureLen > ctlMaxLen {
+		return ctlErr("measure_len", "%d, want 0..%d", d.MeasureLen, ctlMaxLen)
+	}
+	if err := ctlCheckCommandLen(d.CommandLen); err != nil {
+		return err
+	}
+	for _, s := range []struct {
+		name string
+		s    Span
+	}{{"hold", d.Hold}, {"feature", d.Feature}} {
+		if s.s.Off < 0 || s.s.Len < 0 || s.s.end() > d.MeasureLen {
+			return ctlErr(s.name, "values %d..%d, want within the %d measured values", s.s.Off, s.s.end()-1, d.MeasureLen)
+		}
+	}
+	if d.Hold.Len != 0 && d.Hold.Len != d.CommandLen {
+		return ctlErr("hold", "%d measured values for %d commands, want as many", d.Hold.Len, d.CommandLen)
+	}
+	return nil
+}
 
 // ControllerSpec is the configuration form of a Controller (a TOML table).
 // Kind selects the implementation; only the fields of that kind may be set.
@@ -69,17 +112,17 @@ type ControllerSpec struct {
 	Frequency []float64 `toml:"frequency"`  // sine: per motor, Hz
 	Offset    []float64 `toml:"offset"`     // sine: per motor, rad (empty = zeros)
 	Alpha     float64   `toml:"alpha"`      // jacobian: integrator gain
-	Jinv      []float64 `toml:"jinv"`       // jacobian: row-major commandLen × 3·nbMarkers (empty = zeros)
-	R         []float64 `toml:"r"`          // jacobian: reference, 3·nbMarkers, mm (empty = zeros)
-	Y0        []float64 `toml:"y0"`         // jacobian: markers_init, 3·nbMarkers, mm (empty = zeros)
+	Jinv      []float64 `toml:"jinv"`       // jacobian: row-major CommandLen × Feature.Len (empty = zeros)
+	R         []float64 `toml:"r"`          // jacobian: reference, Feature.Len values (empty = zeros)
+	Y0        []float64 `toml:"y0"`         // jacobian: markers_init, Feature.Len values (empty = zeros)
 	Sat       float64   `toml:"sat"`        // jacobian: saturation, rad (0 = 1.57)
 	RateLimit float64   `toml:"rate_limit"` // jacobian: rad/s (0 = 7.906)
 }
 
-// NewController builds the controller spec describes, for measurements of
-// 3·nbMarkers+commandLen values and commands of commandLen values exchanged at
-// rate Hz. An empty Kind means hold. Every bad value is a *ControllerError.
-func NewController(spec ControllerSpec, nbMarkers, commandLen int, rate float64) (Controller, error) {
+// NewController builds the controller spec describes, for vectors of shape d
+// exchanged at rate Hz. An empty Kind means hold. Every bad value is a
+// *ControllerError.
+func NewController(spec ControllerSpec, d Dims, rate float64) (Controller, error) {
 	kind := spec.Kind
 	if kind == "" {
 		kind = "hold"
@@ -99,19 +142,17 @@ func NewController(spec ControllerSpec, nbMarkers, commandLen int, rate float64)
 			return nil, ctlErr(f, "is set but kind %q does not use it (it uses: %s)", kind, ctlUses(fields))
 		}
 	}
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	commandLen := d.CommandLen
 	switch kind {
 	case "constant":
-		if err := ctlCheckCommandLen(commandLen); err != nil {
-			return nil, err
-		}
 		if len(spec.U) != commandLen {
 			return nil, ctlErr("u", "has %d values, want %d (one per motor)", len(spec.U), commandLen)
 		}
 		return NewConstant(spec.U)
 	case "sine":
-		if err := ctlCheckCommandLen(commandLen); err != nil {
-			return nil, err
-		}
 		off := spec.Offset
 		if len(off) == 0 {
 			off = make([]float64, commandLen)
@@ -122,12 +163,12 @@ func NewController(spec ControllerSpec, nbMarkers, commandLen int, rate float64)
 		return NewSine(off, spec.Amplitude, spec.Frequency, rate)
 	case "jacobian":
 		return NewJacobian(JacobianParams{
-			NbMarkers: nbMarkers, CommandLen: commandLen, Rate: rate,
+			Dims: d, Rate: rate,
 			Alpha: spec.Alpha, Jinv: spec.Jinv, R: spec.R, Y0: spec.Y0,
 			Sat: spec.Sat, RateLimit: spec.RateLimit,
 		})
 	}
-	return NewHold(nbMarkers, commandLen)
+	return NewHold(d)
 }
 
 // setFields lists the TOML keys of the non-zero parameters.
@@ -174,13 +215,6 @@ func ctlCheckCommandLen(n int) error {
 	return nil
 }
 
-func ctlCheckMarkers(n, lo int) error {
-	if n < lo || n > ctlMaxMarkers {
-		return ctlErr("nb_markers", "%d, want %d..%d", n, lo, ctlMaxMarkers)
-	}
-	return nil
-}
-
 func ctlCheckRate(rate float64) error {
 	if !(rate > 0 && rate <= ctlMaxRate) { // also rejects NaN
 		return ctlErr("rate", "%v Hz, want > 0 and ≤ %g", rate, float64(ctlMaxRate))
@@ -214,45 +248,42 @@ func ctlFinite(v []float64) bool {
 	return true
 }
 
-// Hold keeps the motor angles measured at the first step after Reset, so the
-// robot stays where it is.
+// Hold keeps the commanded quantity measured at the first step after Reset
+// (Dims.Hold: the motor angles), so the robot stays where it is; a plant
+// that measures no such quantity is commanded zeros.
 type Hold struct {
-	off, n  int // motor angles are y[off : off+n]
+	d       Dims
 	q       []float64
 	started bool
 }
 
-// NewHold returns a Hold for measurements of 3·nbMarkers marker coordinates
-// followed by commandLen motor angles.
-func NewHold(nbMarkers, commandLen int) (*Hold, error) {
-	if err := ctlCheckMarkers(nbMarkers, 0); err != nil {
+// NewHold returns a Hold for vectors of shape d.
+func NewHold(d Dims) (*Hold, error) {
+	if err := d.check(); err != nil {
 		return nil, err
 	}
-	if err := ctlCheckCommandLen(commandLen); err != nil {
-		return nil, err
-	}
-	return newHoldAt(3*nbMarkers, commandLen), nil
+	return &Hold{d: d, q: make([]float64, d.CommandLen)}, nil
 }
 
-func newHoldAt(off, n int) *Hold { return &Hold{off: off, n: n, q: make([]float64, n)} }
-
 // Dims returns the measurement and command lengths Hold expects.
-func (h *Hold) Dims() (measureLen, commandLen int) { return h.off + h.n, h.n }
+func (h *Hold) Dims() (measureLen, commandLen int) { return h.d.MeasureLen, h.d.CommandLen }
 
-// Reset forgets the held angles; the next step captures them again.
+// Reset forgets the held values; the next step captures them again.
 func (h *Hold) Reset() { h.started = false }
 
 // Step implements Controller.
 func (h *Hold) Step(_ int64, y, u []float64) {
-	if len(y) != h.off+h.n || len(u) != h.n {
+	if len(y) != h.d.MeasureLen || len(u) != h.d.CommandLen {
 		return
 	}
 	if !h.started {
-		q := y[h.off:]
-		if !ctlFinite(q) {
-			return
+		if h.d.Hold.Len > 0 {
+			q := y[h.d.Hold.Off:h.d.Hold.end()]
+			if !ctlFinite(q) {
+				return
+			}
+			copy(h.q, q)
 		}
-		copy(h.q, q)
 		h.started = true
 	}
 	copy(u, h.q)
@@ -350,22 +381,23 @@ func (s *Sine) Step(seq int64, _, u []float64) {
 // JacobianParams configures a Jacobian; see ControllerSpec for the meaning of
 // the fields. Zero Sat and RateLimit take the shipped model's defaults.
 type JacobianParams struct {
-	NbMarkers, CommandLen int
-	Rate                  float64 // Hz; the step is 1/Rate
-	Alpha                 float64
-	Jinv, R, Y0           []float64
-	Sat, RateLimit        float64
+	Dims                   // the regulated values are Dims.Feature
+	Rate           float64 // Hz; the step is 1/Rate
+	Alpha          float64
+	Jinv, R, Y0    []float64
+	Sat, RateLimit float64
 }
 
 // Jacobian is the closed-loop integrator of the shipped jacobian model
 // (docs/simulink-udp.md §9.2):
 //
-//	x_k = sat±Sat(x_{k−1} + Alpha·Jinv·(R − (y_markers − Y0)))
+//	x_k = sat±Sat(x_{k−1} + Alpha·Jinv·(R − (y_feature − Y0)))
 //	u_k = u_{k−1} + clamp(x_k − u_{k−1}, ±RateLimit/Rate)
 //
 // with x (the Delay) and u (the Rate Limiter) starting at zeros after Reset.
 type Jacobian struct {
-	m, c            int // marker coordinates, commands
+	d               Dims
+	m, c            int // regulated values, commands
 	alpha, sat, lim float64
 	jinv, r, y0     []float64
 	e, x, next, out []float64 // error, integrator, scratch, limiter output
@@ -373,16 +405,16 @@ type Jacobian struct {
 
 // NewJacobian validates p and returns a Jacobian in its reset state.
 func NewJacobian(p JacobianParams) (*Jacobian, error) {
-	if err := ctlCheckMarkers(p.NbMarkers, 1); err != nil {
+	if err := p.Dims.check(); err != nil {
 		return nil, err
 	}
-	if err := ctlCheckCommandLen(p.CommandLen); err != nil {
-		return nil, err
+	if p.Feature.Len < 1 {
+		return nil, ctlErr("feature", "no measured values to regulate, want at least 1 (the markers)")
 	}
 	if err := ctlCheckRate(p.Rate); err != nil {
 		return nil, err
 	}
-	m, c := 3*p.NbMarkers, p.CommandLen
+	m, c := p.Feature.Len, p.CommandLen
 	if math.IsNaN(p.Alpha) || math.IsInf(p.Alpha, 0) {
 		return nil, ctlErr("alpha", "%v, want a finite number", p.Alpha)
 	}
@@ -393,7 +425,7 @@ func NewJacobian(p JacobianParams) (*Jacobian, error) {
 		return append([]float64(nil), v...)
 	}
 	j := &Jacobian{
-		m: m, c: c, alpha: p.Alpha, sat: p.Sat,
+		d: p.Dims, m: m, c: c, alpha: p.Alpha, sat: p.Sat,
 		jinv: orZeros(p.Jinv, c*m), r: orZeros(p.R, m), y0: orZeros(p.Y0, m),
 		e: make([]float64, m), x: make([]float64, c), next: make([]float64, c), out: make([]float64, c),
 	}
@@ -409,10 +441,10 @@ func NewJacobian(p JacobianParams) (*Jacobian, error) {
 		}
 	}
 	if len(j.r) != m {
-		return nil, ctlErr("r", "has %d values, want %d (3 per marker)", len(j.r), m)
+		return nil, ctlErr("r", "has %d values, want %d (one per regulated value)", len(j.r), m)
 	}
 	if len(j.y0) != m {
-		return nil, ctlErr("y0", "has %d values, want %d (3 per marker)", len(j.y0), m)
+		return nil, ctlErr("y0", "has %d values, want %d (one per regulated value)", len(j.y0), m)
 	}
 	if j.sat == 0 {
 		j.sat = JacobianDefaultSat
@@ -432,7 +464,7 @@ func NewJacobian(p JacobianParams) (*Jacobian, error) {
 }
 
 // Dims returns the measurement and command lengths Jacobian expects.
-func (j *Jacobian) Dims() (measureLen, commandLen int) { return j.m + j.c, j.c }
+func (j *Jacobian) Dims() (measureLen, commandLen int) { return j.d.MeasureLen, j.c }
 
 // Reset clears the Delay and the Rate Limiter to zeros, as enabling the
 // model's subsystem does.
@@ -443,11 +475,12 @@ func (j *Jacobian) Reset() {
 
 // Step implements Controller.
 func (j *Jacobian) Step(_ int64, y, u []float64) {
-	if len(y) != j.m+j.c || len(u) != j.c || !ctlFinite(y) {
+	if len(y) != j.d.MeasureLen || len(u) != j.c || !ctlFinite(y) {
 		return
 	}
+	f := y[j.d.Feature.Off:j.d.Feature.end()]
 	for k := range j.e {
-		j.e[k] = j.r[k] - (y[k] - j.y0[k])
+		j.e[k] = j.r[k] - (f[k] - j.y0[k])
 	}
 	for i := range j.next {
 		row := j.jinv[i*j.m : (i+1)*j.m]

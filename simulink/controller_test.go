@@ -32,7 +32,7 @@ func runCtlSteps(t *testing.T, c Controller, u []float64, steps []ctlStep) {
 var ctlNaN = math.NaN()
 
 func TestHold(t *testing.T) {
-	h, err := NewHold(1, 2) // y = [x y z q0 q1]
+	h, err := NewHold(Dims{MeasureLen: 5, CommandLen: 2, Hold: Span{3, 2}}) // y = [x y z q0 q1]
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestSine(t *testing.T) {
 // (RateLimit 2 rad/s at 4 Hz), Alpha 0.5, Jinv [[1 0 0] [0 1 1]], R [1 2 3].
 func TestJacobian(t *testing.T) {
 	j, err := NewJacobian(JacobianParams{
-		NbMarkers: 1, CommandLen: 2, Rate: 4, Alpha: 0.5,
+		Dims: Dims{MeasureLen: 5, CommandLen: 2, Feature: Span{0, 3}}, Rate: 4, Alpha: 0.5,
 		Jinv: []float64{1, 0, 0, 0, 1, 1}, R: []float64{1, 2, 3}, Sat: 1, RateLimit: 2,
 	})
 	if err != nil {
@@ -115,7 +115,7 @@ func TestJacobian(t *testing.T) {
 // TestJacobianY0: the error is taken from markers − markers_init.
 func TestJacobianY0(t *testing.T) {
 	j, err := NewJacobian(JacobianParams{
-		NbMarkers: 1, CommandLen: 1, Rate: 1, Alpha: 1,
+		Dims: Dims{MeasureLen: 4, CommandLen: 1, Feature: Span{0, 3}}, Rate: 1, Alpha: 1,
 		Jinv: []float64{1, 1, 1}, R: []float64{0.125, 0, 0}, Y0: []float64{2, -141, -6},
 	})
 	if err != nil {
@@ -130,7 +130,7 @@ func TestJacobianY0(t *testing.T) {
 
 // TestJacobianDefaults: zero Sat and RateLimit take the model's values.
 func TestJacobianDefaults(t *testing.T) {
-	j, err := NewJacobian(JacobianParams{NbMarkers: 1, CommandLen: 1, Rate: 30, Alpha: 1, Jinv: []float64{1, 0, 0}, R: []float64{100, 0, 0}})
+	j, err := NewJacobian(JacobianParams{Dims: Dims{MeasureLen: 4, CommandLen: 1, Feature: Span{0, 3}}, Rate: 30, Alpha: 1, Jinv: []float64{1, 0, 0}, R: []float64{100, 0, 0}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestNewController(t *testing.T) {
 		{ControllerSpec{Kind: "sine", Amplitude: []float64{0.1, 0.1, 0.1, 0.1}, Frequency: []float64{1, 1, 1, 1}}, "*simulink.Sine"},
 		{ControllerSpec{Kind: "jacobian", Alpha: 0.05, R: []float64{0.979, 1.948, -0.636}, Y0: []float64{2, -141, -6}}, "*simulink.Jacobian"},
 	} {
-		c, err := NewController(tc.spec, 1, 4, 30)
+		c, err := NewController(tc.spec, emioDims(1, 4), 30)
 		if err != nil {
 			t.Errorf("%+v: %v", tc.spec, err)
 			continue
@@ -194,38 +194,41 @@ func TestNewControllerErrors(t *testing.T) {
 	four := []float64{0, 0, 0, 0}
 	for _, tc := range []struct {
 		spec             ControllerSpec
-		nb, n            int
+		d                Dims
 		rate             float64
 		field, inMessage string
 	}{
-		{ControllerSpec{Kind: "pid"}, 1, 4, 30, "kind", "hold, constant, sine or jacobian"},
-		{ControllerSpec{Kind: "hold", U: four}, 1, 4, 30, "u", "kind \"hold\" does not use it"},
-		{ControllerSpec{Alpha: 1}, 1, 4, 30, "alpha", "does not use it"},
-		{ControllerSpec{Kind: "hold"}, -1, 4, 30, "nb_markers", "want 0..1000"},
-		{ControllerSpec{Kind: "hold"}, 1, 0, 30, "command_len", "want 1..1000"},
-		{ControllerSpec{Kind: "constant", U: []float64{0, 0}}, 1, 4, 30, "u", "has 2 values, want 4"},
-		{ControllerSpec{Kind: "constant", U: []float64{0, 0, 4, 0}}, 1, 4, 30, "u[2]", "within ±3.14"},
-		{ControllerSpec{Kind: "constant", U: []float64{0, ctlNaN, 0, 0}}, 1, 4, 30, "u[1]", "finite"},
-		{ControllerSpec{Kind: "sine", Amplitude: []float64{0.1}, Frequency: four}, 1, 4, 30, "amplitude", "has 1 values, want 4"},
-		{ControllerSpec{Kind: "sine", Amplitude: four, Frequency: []float64{1}}, 1, 4, 30, "frequency", "has 1 values, want 4"},
-		{ControllerSpec{Kind: "sine", Amplitude: four, Frequency: four, Offset: []float64{1}}, 1, 4, 30, "offset", "has 1 values, want 4"},
-		{ControllerSpec{Kind: "sine", Amplitude: []float64{0, -1, 0, 0}, Frequency: four}, 1, 4, 30, "amplitude[1]", "want ≥ 0"},
-		{ControllerSpec{Kind: "sine", Amplitude: []float64{3, 0, 0, 0}, Offset: []float64{1, 0, 0, 0}, Frequency: four}, 1, 4, 30, "amplitude[0]", "want ≤ π"},
-		{ControllerSpec{Kind: "sine", Amplitude: four, Frequency: []float64{0, 0, 16, 0}}, 1, 4, 30, "frequency[2]", "0..15"},
-		{ControllerSpec{Kind: "sine", Amplitude: four, Frequency: four}, 1, 4, 0, "rate", "want > 0"},
-		{ControllerSpec{Kind: "jacobian"}, 0, 4, 30, "nb_markers", "want 1..1000"},
-		{ControllerSpec{Kind: "jacobian"}, 1, 4, ctlNaN, "rate", "want > 0"},
-		{ControllerSpec{Kind: "jacobian", Alpha: math.Inf(1)}, 1, 4, 30, "alpha", "finite"},
-		{ControllerSpec{Kind: "jacobian", Jinv: make([]float64, 11)}, 1, 4, 30, "jinv", "has 11 values, want 12"},
-		{ControllerSpec{Kind: "jacobian", Jinv: []float64{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, ctlNaN}}, 1, 4, 30, "jinv[11]", "finite"},
-		{ControllerSpec{Kind: "jacobian", R: []float64{1, 2}}, 1, 4, 30, "r", "has 2 values, want 3"},
-		{ControllerSpec{Kind: "jacobian", Y0: []float64{1, 2, 3, 4}}, 1, 4, 30, "y0", "has 4 values, want 3"},
-		{ControllerSpec{Kind: "jacobian", Sat: -1}, 1, 4, 30, "sat", "want > 0 and ≤ π"},
-		{ControllerSpec{Kind: "jacobian", Sat: 4}, 1, 4, 30, "sat", "want > 0 and ≤ π"},
-		{ControllerSpec{Kind: "jacobian", RateLimit: -2}, 1, 4, 30, "rate_limit", "want > 0"},
-		{ControllerSpec{Kind: "jacobian", RateLimit: math.Inf(1)}, 1, 4, 30, "rate_limit", "finite"},
+		{ControllerSpec{Kind: "pid"}, emioDims(1, 4), 30, "kind", "hold, constant, sine or jacobian"},
+		{ControllerSpec{Kind: "hold", U: four}, emioDims(1, 4), 30, "u", "kind \"hold\" does not use it"},
+		{ControllerSpec{Alpha: 1}, emioDims(1, 4), 30, "alpha", "does not use it"},
+		{ControllerSpec{Kind: "hold"}, Dims{MeasureLen: 7, CommandLen: 4, Hold: Span{5, 4}}, 30, "hold", "values 5..8, want within the 7 measured values"},
+		{ControllerSpec{Kind: "hold"}, Dims{MeasureLen: 7, CommandLen: 4, Hold: Span{3, 2}}, 30, "hold", "2 measured values for 4 commands"},
+		{ControllerSpec{Kind: "hold"}, Dims{MeasureLen: 7, CommandLen: 0}, 30, "command_len", "want 1..1000"},
+		{ControllerSpec{Kind: "hold"}, Dims{MeasureLen: -1, CommandLen: 4}, 30, "measure_len", "want 0..1000"},
+		{ControllerSpec{Kind: "constant", U: []float64{0, 0}}, emioDims(1, 4), 30, "u", "has 2 values, want 4"},
+		{ControllerSpec{Kind: "constant", U: []float64{0, 0, 4, 0}}, emioDims(1, 4), 30, "u[2]", "within ±3.14"},
+		{ControllerSpec{Kind: "constant", U: []float64{0, ctlNaN, 0, 0}}, emioDims(1, 4), 30, "u[1]", "finite"},
+		{ControllerSpec{Kind: "sine", Amplitude: []float64{0.1}, Frequency: four}, emioDims(1, 4), 30, "amplitude", "has 1 values, want 4"},
+		{ControllerSpec{Kind: "sine", Amplitude: four, Frequency: []float64{1}}, emioDims(1, 4), 30, "frequency", "has 1 values, want 4"},
+		{ControllerSpec{Kind: "sine", Amplitude: four, Frequency: four, Offset: []float64{1}}, emioDims(1, 4), 30, "offset", "has 1 values, want 4"},
+		{ControllerSpec{Kind: "sine", Amplitude: []float64{0, -1, 0, 0}, Frequency: four}, emioDims(1, 4), 30, "amplitude[1]", "want ≥ 0"},
+		{ControllerSpec{Kind: "sine", Amplitude: []float64{3, 0, 0, 0}, Offset: []float64{1, 0, 0, 0}, Frequency: four}, emioDims(1, 4), 30, "amplitude[0]", "want ≤ π"},
+		{ControllerSpec{Kind: "sine", Amplitude: four, Frequency: []float64{0, 0, 16, 0}}, emioDims(1, 4), 30, "frequency[2]", "0..15"},
+		{ControllerSpec{Kind: "sine", Amplitude: four, Frequency: four}, emioDims(1, 4), 0, "rate", "want > 0"},
+		{ControllerSpec{Kind: "jacobian"}, Dims{MeasureLen: 4, CommandLen: 4, Hold: Span{0, 4}}, 30, "feature", "want at least 1"},
+		{ControllerSpec{Kind: "jacobian"}, Dims{MeasureLen: 7, CommandLen: 4, Feature: Span{6, 3}}, 30, "feature", "want within the 7 measured values"},
+		{ControllerSpec{Kind: "jacobian"}, emioDims(1, 4), ctlNaN, "rate", "want > 0"},
+		{ControllerSpec{Kind: "jacobian", Alpha: math.Inf(1)}, emioDims(1, 4), 30, "alpha", "finite"},
+		{ControllerSpec{Kind: "jacobian", Jinv: make([]float64, 11)}, emioDims(1, 4), 30, "jinv", "has 11 values, want 12"},
+		{ControllerSpec{Kind: "jacobian", Jinv: []float64{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, ctlNaN}}, emioDims(1, 4), 30, "jinv[11]", "finite"},
+		{ControllerSpec{Kind: "jacobian", R: []float64{1, 2}}, emioDims(1, 4), 30, "r", "has 2 values, want 3"},
+		{ControllerSpec{Kind: "jacobian", Y0: []float64{1, 2, 3, 4}}, emioDims(1, 4), 30, "y0", "has 4 values, want 3"},
+		{ControllerSpec{Kind: "jacobian", Sat: -1}, emioDims(1, 4), 30, "sat", "want > 0 and ≤ π"},
+		{ControllerSpec{Kind: "jacobian", Sat: 4}, emioDims(1, 4), 30, "sat", "want > 0 and ≤ π"},
+		{ControllerSpec{Kind: "jacobian", RateLimit: -2}, emioDims(1, 4), 30, "rate_limit", "want > 0"},
+		{ControllerSpec{Kind: "jacobian", RateLimit: math.Inf(1)}, emioDims(1, 4), 30, "rate_limit", "finite"},
 	} {
-		_, err := NewController(tc.spec, tc.nb, tc.n, tc.rate)
+		_, err := NewController(tc.spec, tc.d, tc.rate)
 		var ce *ControllerError
 		if !errors.Is(err, ErrController) || !errors.As(err, &ce) || ce.Field != tc.field {
 			t.Errorf("%+v: got %v, want an error on %s", tc.spec, err, tc.field)
@@ -238,11 +241,11 @@ func TestNewControllerErrors(t *testing.T) {
 }
 
 func TestControllerAllocs(t *testing.T) {
-	jac, err := NewJacobian(JacobianParams{NbMarkers: 2, CommandLen: 4, Rate: 30, Alpha: 0.05, Jinv: make([]float64, 24)})
+	jac, err := NewJacobian(JacobianParams{Dims: emioDims(2, 4), Rate: 30, Alpha: 0.05, Jinv: make([]float64, 24)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hold, err := NewHold(2, 4)
+	hold, err := NewHold(emioDims(2, 4))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +267,7 @@ func TestControllerAllocs(t *testing.T) {
 }
 
 func BenchmarkJacobianStep(b *testing.B) {
-	jac, err := NewJacobian(JacobianParams{NbMarkers: 2, CommandLen: 4, Rate: 1000, Alpha: 0.05, Jinv: make([]float64, 24)})
+	jac, err := NewJacobian(JacobianParams{Dims: emioDims(2, 4), Rate: 1000, Alpha: 0.05, Jinv: make([]float64, 24)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -273,4 +276,10 @@ func BenchmarkJacobianStep(b *testing.B) {
 	for i := range b.N {
 		jac.Step(int64(i), y, u)
 	}
+}
+
+// emioDims is the Emio's shape, as its plant describes it: nb markers (3
+// coordinates each), then one angle per motor.
+func emioDims(nb, motors int) Dims {
+	return Dims{MeasureLen: 3*nb + motors, CommandLen: motors, Hold: Span{3 * nb, motors}, Feature: Span{0, 3 * nb}}
 }

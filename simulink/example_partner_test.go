@@ -38,7 +38,11 @@ func ExamplePartner() {
 		},
 		R:  []float64{0.979, 1.948, -0.636},
 		Y0: []float64{2, -141, -6},
-	}, 1, 4, 30)
+	}, simulink.Dims{
+		MeasureLen: 7, CommandLen: 4, // one marker (x, y, z), four motor angles
+		Feature: simulink.Span{Off: 0, Len: 3},
+		Hold:    simulink.Span{Off: 3, Len: 4},
+	}, 30)
 	if err != nil {
 		fmt.Println(err)
 		return

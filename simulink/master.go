@@ -47,9 +47,10 @@ type MasterConfig struct {
 	Bind netip.AddrPort
 	// Listen is where replies arrive (0.0.0.0:25001).
 	Listen netip.AddrPort
-	// MeasureLen is send_size: 3·nb_markers + 4 values after seq.
+	// MeasureLen is send_size, the values after seq: the plant's
+	// measurement length (7 on the Emio with one marker).
 	MeasureLen int
-	// CommandLen is recv_size: 4 values after seq.
+	// CommandLen is recv_size: the plant's command length (4 on the Emio).
 	CommandLen int
 	// RecvTimeout bounds the wait for a reply (0.1 s); the window never runs
 	// past the deadline passed to Exchange.
@@ -63,14 +64,15 @@ type MasterConfig struct {
 	RecvBuffer int
 }
 
-// DefaultMasterConfig returns emioapi's endpoints for nbMarkers markers.
-func DefaultMasterConfig(nbMarkers int) MasterConfig {
+// DefaultMasterConfig returns emioapi's endpoints and thresholds for
+// vectors of the given lengths (the plant's).
+func DefaultMasterConfig(measureLen, commandLen int) MasterConfig {
 	return MasterConfig{
 		Remote:            netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), DefaultRemotePort),
 		Bind:              netip.AddrPortFrom(netip.IPv4Unspecified(), DefaultBindPort),
 		Listen:            netip.AddrPortFrom(netip.IPv4Unspecified(), DefaultLocalPort),
-		MeasureLen:        3*nbMarkers + 4,
-		CommandLen:        4,
+		MeasureLen:        measureLen,
+		CommandLen:        commandLen,
 		RecvTimeout:       DefaultRecvTimeout,
 		HandshakeInterval: DefaultHandshakeInterval,
 		MaxTimeouts:       DefaultMaxTimeouts,
@@ -225,10 +227,6 @@ func (m *Master) Config() MasterConfig { return m.cfg }
 
 // Synced reports whether a handshake has completed and exchanges run.
 func (m *Master) Synced() bool { return m.synced }
-
-// Resync forces a new handshake at the next Exchange, as after too many
-// timeouts (used when the operator or the supervisor asks for it).
-func (m *Master) Resync() { m.synced = false }
 
 // Exchange runs one tick of the protocol. deadline (monotonic ns) is when the
 // receive window must close at the latest: the next tick's deadline less a

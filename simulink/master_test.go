@@ -133,7 +133,7 @@ func echo(u ...float64) func(r received) [][]byte {
 
 // testConfig is the default configuration on ephemeral loopback ports.
 func testConfig(remote netip.AddrPort) MasterConfig {
-	c := DefaultMasterConfig(1)
+	c := DefaultMasterConfig(7, 4)
 	c.Remote = remote
 	c.Bind = netip.AddrPortFrom(loopback, 0)
 	c.Listen = netip.AddrPortFrom(loopback, 0)
@@ -193,16 +193,13 @@ func (r *rig) sync() {
 }
 
 func TestDefaultsAreEmioapis(t *testing.T) {
-	c := DefaultMasterConfig(1)
+	c := DefaultMasterConfig(7, 4)
 	if c.Remote.String() != "127.0.0.1:25000" || c.Bind.Port() != 9090 || c.Listen.Port() != 25001 {
 		t.Errorf("endpoints: remote %v bind %v listen %v", c.Remote, c.Bind, c.Listen)
 	}
 	if c.RecvTimeout != 100*time.Millisecond || c.HandshakeInterval != 50*time.Millisecond ||
 		c.MaxTimeouts != 3 || c.MaxDesyncs != 5 || c.MeasureLen != 7 || c.CommandLen != 4 {
 		t.Errorf("defaults: %+v", c)
-	}
-	if got := DefaultMasterConfig(2).MeasureLen; got != 10 {
-		t.Errorf("nb_markers 2: send_size %d, want 10", got)
 	}
 }
 
@@ -211,7 +208,7 @@ func TestDefaultsAreEmioapis(t *testing.T) {
 func TestCompatEmioapiPorts(t *testing.T) {
 	p := newScriptPeer(t, "127.0.0.1:25000", echo(0.1, 0.2, 0.3, 0.4))
 	defer p.close()
-	m, err := NewMaster(DefaultMasterConfig(1), newMonoClock(), nil)
+	m, err := NewMaster(DefaultMasterConfig(7, 4), newMonoClock(), nil)
 	if err != nil {
 		t.Skipf("emioapi's ports are taken on this machine: %v", err)
 	}
@@ -238,7 +235,7 @@ func TestCompatDatagramSizes(t *testing.T) {
 	for _, nb := range []int{1, 2, 3} {
 		r := newRig(t, echo(1, 2, 3, 4), func(c *MasterConfig) {
 			*c = func() MasterConfig {
-				d := DefaultMasterConfig(nb)
+				d := DefaultMasterConfig(emioDims(nb, 4).MeasureLen, 4)
 				d.Remote, d.Bind, d.Listen = c.Remote, c.Bind, c.Listen
 				return d
 			}()

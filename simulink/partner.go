@@ -11,11 +11,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/labbridge/bridge/plant"
 )
 
 // PartnerConfig configures a Partner. The defaults of the protocol are a
-// Listen of 127.0.0.1:25000, an Accept of 127.0.0.1:9090, a ReplyTo of
-// 127.0.0.1:25001, a MeasureLen of 3·nb_markers+4 and a CommandLen of 4.
+// Listen of 127.0.0.1:25000, an Accept of 127.0.0.1:9090 and a ReplyTo of
+// 127.0.0.1:25001; the lengths are the plant's (7 and 4 on the Emio with one
+// marker).
 type PartnerConfig struct {
 	// Listen is where measurements arrive; port 0 picks an ephemeral port.
 	Listen netip.AddrPort
@@ -37,7 +40,9 @@ type PartnerConfig struct {
 	// a measurement went missing the reply carries the seq last received, and
 	// a handshake empties the line (the next reply is [−1, held u]).
 	Delay bool
-	// Controller computes the command; nil holds the measured motor angles.
+	// Controller computes the command; nil commands zeros (a model whose
+	// output is not wired, which is all a partner knows without the plant's
+	// Dims).
 	Controller Controller
 	// Faults injects faults into the replies; nil injects none.
 	Faults *Faults
@@ -60,8 +65,11 @@ var (
 	// ErrPartnerConfig reports an invalid PartnerConfig; the error is a
 	// *PartnerConfigError naming the field.
 	ErrPartnerConfig = errors.New("simulink: invalid partner config")
-	// ErrPartnerClosed reports a Serve after Close or after an earlier Serve.
-	ErrPartnerClosed = errors.New("simulink: partner closed")
+	// ErrPartnerClosed reports a Serve after Close. It wraps
+	// plant.ErrPermanent: a supervisor does not retry it.
+	ErrPartnerClosed = fmt.Errorf("simulink: partner closed (%w)", plant.ErrPermanent)
+	// ErrPartnerServing reports a Serve while another Serve runs.
+	ErrPartnerServing = errors.New("simulink: partner already serving")
 )
 
 // PartnerConfigError names the bad PartnerConfig field and the allowed values.
@@ -96,8 +104,16 @@ type Partner struct {
 	// 32–50 µs locked, and a p99 several times worse).
 	lockThread bool
 
-	rx, tx          *net.UDPConn
-	addr, replyAddr netip.AddrPort
+	// sock guards the sockets' lifecycle: bound by NewPartner, closed when
+	// Serve returns, bound again on the same address by the next Serve,
+	// closed for good by Close. The serving goroutines read rx and tx
+	// without it: they are set only while none runs.
+	sock      sync.Mutex
+	rx, tx    *net.UDPConn
+	open      bool
+	closed    bool
+	addr      netip.AddrPort // fixed by NewPartner, kept across Serves
+	replyAddr netip.AddrPort
 
 	rbuf, wbuf []byte // receive goroutine only
 
@@ -118,11 +134,14 @@ type Partner struct {
 	received, replied, handshakes, dropped, faulted, sendErrors atomic.Uint64
 	lastSeq                                                     atomic.Int64
 
-	serving   atomic.Bool
-	closed    atomic.Bool
-	closeOnce sync.Once
-	closeErr  error
+	serving atomic.Bool
 }
+
+// zeros is the controller of a partner given none: it commands zeros.
+type zeros struct{}
+
+func (zeros) Reset()                       {}
+func (zeros) Step(_ int64, _, u []float64) { clear(u) }
 
 // dimsController is implemented by the controllers of this package, so that a
 // size mismatch is an error at start-up rather than a silent hold.
@@ -158,7 +177,7 @@ func NewPartner(cfg PartnerConfig) (*Partner, error) {
 		p.log = slog.New(slog.DiscardHandler)
 	}
 	if p.ctl == nil {
-		p.ctl = newHoldAt(cfg.MeasureLen-cfg.CommandLen, cfg.CommandLen)
+		p.ctl = zeros{}
 	}
 	p.lastSeq.Store(-1)
 	if cfg.Faults != nil {
@@ -175,10 +194,10 @@ func validatePartnerConfig(cfg *PartnerConfig) error {
 		return &PartnerConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
 	}
 	if cfg.MeasureLen < 1 || cfg.MeasureLen > partnerMaxLen {
-		return bad("MeasureLen", "%d, want 1..%d (3·nb_markers+4)", cfg.MeasureLen, partnerMaxLen)
+		return bad("MeasureLen", "%d, want 1..%d (the plant's measurement length)", cfg.MeasureLen, partnerMaxLen)
 	}
 	if cfg.CommandLen < 1 || cfg.CommandLen > partnerMaxLen {
-		return bad("CommandLen", "%d, want 1..%d (4 for Emio)", cfg.CommandLen, partnerMaxLen)
+		return bad("CommandLen", "%d, want 1..%d (the plant's command length)", cfg.CommandLen, partnerMaxLen)
 	}
 	if !cfg.Listen.Addr().IsValid() {
 		return bad("Listen", "%v is not set, want an address such as 127.0.0.1:25000", cfg.Listen)
@@ -194,11 +213,7 @@ func validatePartnerConfig(cfg *PartnerConfig) error {
 			return err
 		}
 	}
-	if cfg.Controller == nil {
-		if cfg.MeasureLen < cfg.CommandLen {
-			return bad("Controller", "nil (hold the motor angles) needs MeasureLen ≥ CommandLen, got %d < %d", cfg.MeasureLen, cfg.CommandLen)
-		}
-	} else if d, ok := cfg.Controller.(dimsController); ok {
+	if d, ok := cfg.Controller.(dimsController); ok {
 		m, c := d.Dims()
 		if (m != 0 && m != cfg.MeasureLen) || c != cfg.CommandLen {
 			return bad("Controller", "built for %d measured and %d command values, config has MeasureLen %d and CommandLen %d", m, c, cfg.MeasureLen, cfg.CommandLen)
@@ -236,10 +251,21 @@ func (p *Partner) bind(listen netip.AddrPort) error {
 	}
 	srcAddr := src.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
 	src.Close()
-	p.rx, p.tx = rx, tx
-	p.addr = partnerUnmap(rx.LocalAddr().(*net.UDPAddr).AddrPort())
+	p.rx, p.tx, p.open = rx, tx, true
+	if !p.addr.IsValid() { // the first bind fixes the port; rebinds reuse it
+		p.addr = partnerUnmap(rx.LocalAddr().(*net.UDPAddr).AddrPort())
+	}
 	p.replyAddr = netip.AddrPortFrom(srcAddr, tx.LocalAddr().(*net.UDPAddr).AddrPort().Port())
 	return nil
+}
+
+// release closes the sockets if they are open; the caller holds sock.
+func (p *Partner) release() error {
+	if !p.open {
+		return nil
+	}
+	p.open = false
+	return errors.Join(p.rx.Close(), p.tx.Close())
 }
 
 func partnerNetwork(a netip.Addr) string {
@@ -257,7 +283,13 @@ func partnerUnmap(ap netip.AddrPort) netip.AddrPort {
 func (p *Partner) Addr() netip.AddrPort { return p.addr }
 
 // ReplyAddr returns the source address of the replies, as the master sees it.
-func (p *Partner) ReplyAddr() netip.AddrPort { return p.replyAddr }
+// A Serve after a failure may change its port (Simulink's UDP Send uses an
+// ephemeral one too; the master accepts any).
+func (p *Partner) ReplyAddr() netip.AddrPort {
+	p.sock.Lock()
+	defer p.sock.Unlock()
+	return p.replyAddr
+}
 
 // Stats returns the counters.
 func (p *Partner) Stats() PartnerStats {
@@ -293,56 +325,70 @@ func (p *Partner) Restart() {
 	p.mu.Unlock()
 }
 
-// Close closes both sockets, which stops a running Serve. Idempotent.
+// Close closes both sockets for good, which stops a running Serve.
+// Idempotent; a later Serve returns ErrPartnerClosed.
 func (p *Partner) Close() error {
-	p.closeOnce.Do(func() {
-		p.closed.Store(true)
-		p.closeErr = errors.Join(p.rx.Close(), p.tx.Close())
-	})
-	return p.closeErr
+	p.sock.Lock()
+	defer p.sock.Unlock()
+	p.closed = true
+	return p.release()
 }
 
 // Serve answers measurements until ctx is done or Close is called, then
-// closes the sockets and returns nil. A socket failure ends it with an error.
-// Serve may be called once.
+// closes the sockets and returns nil. A socket failure ends it with an
+// error. Serve may be called again after it returned (the supervisor's
+// restart): it binds the same listen address again. After Close it returns
+// ErrPartnerClosed.
 func (p *Partner) Serve(ctx context.Context) error {
-	if p.closed.Load() {
-		return fmt.Errorf("simulink: partner on %v: Serve after Close: %w", p.addr, ErrPartnerClosed)
-	}
 	if !p.serving.CompareAndSwap(false, true) {
-		return fmt.Errorf("simulink: partner on %v: Serve called twice: %w", p.addr, ErrPartnerClosed)
+		return fmt.Errorf("simulink: partner on %v: %w", p.addr, ErrPartnerServing)
 	}
-	p.log.Info("simulink: partner serving", "listen", p.addr, "reply_from", p.replyAddr, "reply_to", p.replyTo, "delay_mode", p.delay)
+	defer p.serving.Store(false)
+	if err := p.reopen(); err != nil {
+		return err
+	}
+	p.log.Info("simulink: partner serving", "listen", p.addr, "reply_from", p.ReplyAddr(), "reply_to", p.replyTo, "delay_mode", p.delay)
 	stop := make(chan struct{})
 	errc := make(chan error, 1)
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		errc <- p.receiveLoop()
-	}()
+	wg.Go(func() { errc <- p.receiveLoop() })
 	if p.faults != nil && p.faults.delay > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p.delayLoop(stop)
-		}()
+		wg.Go(func() { p.delayLoop(stop) })
 	}
 	var err error
 	select {
 	case <-ctx.Done():
 		close(stop)
-		p.Close() // unblocks the read
+		p.stopServing() // unblocks the read
 		err = <-errc
 	case err = <-errc: // Close, or a socket error
 		close(stop)
-		p.Close()
+		p.stopServing()
 	}
 	wg.Wait()
 	s := p.Stats()
 	p.log.Info("simulink: partner stopped", "listen", p.addr, "received", s.Received, "replied", s.Replied,
 		"dropped", s.Dropped, "faulted", s.Faulted, "send_errors", s.SendErrors, "err", err)
 	return err
+}
+
+// reopen binds the sockets again if a previous Serve released them.
+func (p *Partner) reopen() error {
+	p.sock.Lock()
+	defer p.sock.Unlock()
+	if p.closed {
+		return fmt.Errorf("simulink: partner on %v: Serve after Close: %w", p.addr, ErrPartnerClosed)
+	}
+	if p.open {
+		return nil
+	}
+	return p.bind(p.addr)
+}
+
+func (p *Partner) stopServing() {
+	p.sock.Lock()
+	defer p.sock.Unlock()
+	_ = p.release()
 }
 
 // receiveLoop reads and answers datagrams until the socket is closed.

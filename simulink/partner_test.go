@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/labbridge/bridge/plant"
 )
 
 // ptWait bounds every wait for a datagram or a counter; it only matters when
@@ -74,7 +76,17 @@ type ptRig struct {
 }
 
 func ptConfig(master, replies *net.UDPConn) PartnerConfig {
-	return PartnerConfig{Listen: ptAny, Accept: ptAddr(master), ReplyTo: ptAddr(replies), MeasureLen: 7, CommandLen: 4}
+	return PartnerConfig{Listen: ptAny, Accept: ptAddr(master), ReplyTo: ptAddr(replies), MeasureLen: 7, CommandLen: 4, Controller: ptHold()}
+}
+
+// ptHold holds the four angles measured after the marker, as the shipped
+// models do when their controller is off.
+func ptHold() Controller {
+	h, err := NewHold(emioDims(1, 4))
+	if err != nil {
+		panic(err)
+	}
+	return h
 }
 
 func ptNewRig(t testing.TB, edit func(*PartnerConfig)) *ptRig {
@@ -337,7 +349,7 @@ func TestPartnerConfigErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jac, err := NewJacobian(JacobianParams{NbMarkers: 2, CommandLen: 4, Rate: 30})
+	jac, err := NewJacobian(JacobianParams{Dims: emioDims(2, 4), Rate: 30})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +371,6 @@ func TestPartnerConfigErrors(t *testing.T) {
 		{"Faults.Delay", func(c *PartnerConfig) { c.Faults = &Faults{Delay: -time.Millisecond} }},
 		{"Controller", func(c *PartnerConfig) { c.Controller = sine }},
 		{"Controller", func(c *PartnerConfig) { c.Controller = jac }},
-		{"Controller", func(c *PartnerConfig) { c.MeasureLen = 3 }},
 	} {
 		cfg := PartnerConfig{Listen: ptAny, ReplyTo: to, MeasureLen: 7, CommandLen: 4}
 		tc.edit(&cfg)
@@ -408,9 +419,37 @@ func TestPartnerServeLifecycle(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatalf("Serve = %v, want nil", err)
 		}
-		if err := p.Serve(context.Background()); !errors.Is(err, ErrPartnerClosed) {
-			t.Fatalf("second Serve = %v, want ErrPartnerClosed", err)
+		// Served again (a supervisor's restart), it binds the same
+		// address and answers.
+		addr := p.Addr()
+		ctx, cancel = context.WithCancel(context.Background())
+		go func() { done <- p.Serve(ctx) }()
+		// The socket is bound again by Serve's goroutine: send until it
+		// answers.
+		for start := time.Now(); ; {
+			if _, err := replies.WriteToUDPAddrPort(ptDatagram(-1, 0, 0, 0, 0, 0, 0, 0), addr); err != nil {
+				t.Fatal(err)
+			}
+			if err := replies.SetReadDeadline(time.Now().Add(50 * time.Millisecond)); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := replies.ReadFromUDPAddrPort(make([]byte, 64)); err == nil {
+				break
+			} else if time.Since(start) > ptWait {
+				t.Fatalf("no reply from the second Serve: %v", err)
+			}
 		}
+		if p.Addr() != addr {
+			t.Errorf("second Serve listens on %v, want %v", p.Addr(), addr)
+		}
+		if err := p.Serve(context.Background()); !errors.Is(err, ErrPartnerServing) {
+			t.Errorf("concurrent Serve = %v, want ErrPartnerServing", err)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("second Serve = %v, want nil", err)
+		}
+		p.Close()
 	})
 	t.Run("close", func(t *testing.T) {
 		p := newP()
@@ -439,8 +478,8 @@ func TestPartnerServeLifecycle(t *testing.T) {
 	t.Run("after close", func(t *testing.T) {
 		p := newP()
 		p.Close()
-		if err := p.Serve(context.Background()); !errors.Is(err, ErrPartnerClosed) {
-			t.Fatalf("Serve = %v, want ErrPartnerClosed", err)
+		if err := p.Serve(context.Background()); !errors.Is(err, ErrPartnerClosed) || !errors.Is(err, plant.ErrPermanent) {
+			t.Fatalf("Serve = %v, want ErrPartnerClosed, a permanent failure", err)
 		}
 	})
 }
@@ -513,7 +552,7 @@ func TestPartnerRoundTripAllocs(t *testing.T) {
 func TestPartnerProcessAllocs(t *testing.T) {
 	replies := ptListen(t)
 	for _, delay := range []bool{false, true} {
-		jac, err := NewJacobian(JacobianParams{NbMarkers: 1, CommandLen: 4, Rate: 1000, Alpha: 0.05, Jinv: make([]float64, 12)})
+		jac, err := NewJacobian(JacobianParams{Dims: emioDims(1, 4), Rate: 1000, Alpha: 0.05, Jinv: make([]float64, 12)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -557,7 +596,7 @@ func FuzzPartnerDatagram(f *testing.F) {
 		for i := range jinv {
 			jinv[i] = 1e300 // saturate, and overflow to ±Inf on big inputs
 		}
-		jac, err := NewJacobian(JacobianParams{NbMarkers: 1, CommandLen: 4, Rate: 30, Alpha: 1, Jinv: jinv})
+		jac, err := NewJacobian(JacobianParams{Dims: emioDims(1, 4), Rate: 30, Alpha: 1, Jinv: jinv})
 		if err != nil {
 			f.Fatal(err)
 		}

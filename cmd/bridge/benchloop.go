@@ -43,35 +43,24 @@ func benchLoop(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if !cyclictest {
 		if asJSON {
-			return benchLoopJSON(stdout, res.Report())
+			return printJSON(stdout, res.Report())
 		}
 		return res.Report().WriteText(stdout)
 	}
 
-	ct := loopbench.CyclictestConfig{
-		Rate:     cfg.Rate,
-		Loops:    int(res.Ticks),
-		Priority: cfg.Priority,
-		CPU:      cfg.CPU,
-	}
-	if ct.Priority == 0 {
-		ct.Priority = 80
-	}
-	if ct.CPU < 0 {
-		ct.CPU = 1
-	}
-	ctRes, err := loopbench.RunCyclictest(ctx, ct)
+	ctRes, err := loopbench.RunCyclictest(ctx, loopbench.CyclictestLike(cfg, res.Ticks))
 	if err != nil {
 		return fmt.Errorf("bridge bench loop: %w", err)
 	}
 	cmp := loopbench.Compare(res, ctRes)
 	if asJSON {
-		return benchLoopJSON(stdout, cmp)
+		return printJSON(stdout, cmp)
 	}
 	return cmp.WriteText(stdout)
 }
 
-func benchLoopJSON(w io.Writer, v any) error {
+// printJSON prints one indented JSON object: the -json output of benchmarks.
+func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)

@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/signal"
 	"runtime"
@@ -150,6 +151,27 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stderr, "bridge bench: unknown benchmark %q (want loop, link, servos or tracker)\n", args[0])
 	return errUsage
+}
+
+// addrFlag is an address:port flag; "" is the zero address.
+type addrFlag struct{ s string }
+
+func (a *addrFlag) String() string { return a.s }
+
+func (a *addrFlag) Set(s string) error {
+	if s != "" {
+		if _, err := netip.ParseAddrPort(s); err != nil {
+			return fmt.Errorf("want address:port, like 127.0.0.1:25000")
+		}
+	}
+	a.s = s
+	return nil
+}
+
+// ap is the address; only valid values reach Set, and defaults are valid.
+func (a *addrFlag) addr() netip.AddrPort {
+	ap, _ := netip.ParseAddrPort(a.s)
+	return ap
 }
 
 func versionString() string {

@@ -4,20 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	defaultconfig "github.com/labbridge/bridge"
-	"github.com/labbridge/bridge/bridge"
+	"github.com/labbridge/bridge/loopbench"
+	"github.com/labbridge/bridge/realsense"
 )
 
 func runCLI(t *testing.T, args ...string) (int, string, string) {
@@ -59,59 +57,24 @@ func TestCheck(t *testing.T) {
 	if code, _, stderr := runCLI(t, "check", "-config", bad); code != 1 || !strings.Contains(stderr, `link "emio".rate_hz = 0.1: want 1..10000`) {
 		t.Errorf("check bad: %d %q", code, stderr)
 	}
+	// A file of the earlier layout says what to rename.
+	if code, _, stderr := runCLI(t, "check", "-config", "../../config/testdata/bridge-0.toml"); code != 1 ||
+		!strings.Contains(stderr, "rename the table [link.camera] to [link.plant.camera]") {
+		t.Errorf("check of the earlier layout: %d %q", code, stderr)
+	}
 	if code, _, stderr := runCLI(t, "check", "-config", filepath.Join(dir, "missing.toml")); code != 1 || !strings.Contains(stderr, "no such file") {
 		t.Errorf("check missing: %d %q", code, stderr)
 	}
 }
 
-// Requirement 10: emioapi's startUDP flags, with their defaults, honoured.
+// emioapi's startUDP flags are parsed as emioapi spells them and checked
+// (config.ApplyStartUDP has the rules).
 func TestStartUDPFlags(t *testing.T) {
-	base := func() *bridge.Config {
-		c, err := bridge.ParseConfig(defaultconfig.TOML())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	c := base()
-	if err := applyEmioFlags(c, emioFlags{60, 2, "front", "z", "192.168.1.5", 26000, 26001, 9091, 0.25}); err != nil {
-		t.Fatal(err)
-	}
-	l := c.Links[0]
-	mc := l.MasterConfig(4)
-	if l.RateHz != 60 || *l.UDP.NbMarkers != 2 || l.Side != "front" || l.Sort != "z" ||
-		mc.Remote.String() != "192.168.1.5:26000" || mc.Listen.Port() != 26001 || mc.Bind.Port() != 9091 ||
-		mc.RecvTimeout != 250*time.Millisecond || mc.MeasureLen != 10 {
-		t.Errorf("flags not honoured: %+v %+v", l, mc)
-	}
-	defaults := emioFlags{30, 1, "plan", "y", "127.0.0.1", 25000, 25001, 9090, 0.1}
-	c = base()
-	if err := applyEmioFlags(c, defaults); err != nil {
-		t.Fatal(err)
-	}
-	if mc := c.Links[0].MasterConfig(4); mc.Remote.String() != "127.0.0.1:25000" || mc.Bind.String() != "0.0.0.0:9090" || mc.Listen.String() != "0.0.0.0:25001" {
-		t.Errorf("defaults: %+v", mc)
-	}
-	for _, bad := range []struct {
-		f    func(*emioFlags)
-		want string
-	}{
-		{func(f *emioFlags) { f.fps = 45 }, "--fps 45"},
-		{func(f *emioFlags) { f.side = "left" }, "--side left"},
-		{func(f *emioFlags) { f.sort = "x" }, "--sort x"},
-		{func(f *emioFlags) { f.remoteIP = "simulink" }, "--remote_ip"},
-		{func(f *emioFlags) { f.bindPort = 70000 }, "--bind_port 70000"},
-		{func(f *emioFlags) { f.recvTimeout = 0 }, "--recv_timeout"},
-	} {
-		f := defaults
-		bad.f(&f)
-		if err := applyEmioFlags(base(), f); err == nil || !strings.Contains(err.Error(), bad.want) {
-			t.Errorf("%+v: %v, want %q", f, err, bad.want)
-		}
-	}
-	// The flag parser knows emioapi's spellings.
 	if code, _, stderr := runCLI(t, "startUDP", "--fps", "45"); code != 1 || !strings.Contains(stderr, "--fps 45") {
 		t.Errorf("startUDP --fps 45: %d %q", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "startUDP", "--nb_markers", "0"); code != 1 || !strings.Contains(stderr, "--nb_markers 0") {
+		t.Errorf("startUDP --nb_markers 0: %d %q", code, stderr)
 	}
 }
 
@@ -166,7 +129,7 @@ func TestBenchLinkShort(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("%d %s %s", code, out, stderr)
 	}
-	var res benchLinkResult
+	var res loopbench.LinkReport
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("%v in %q", err, out)
 	}
@@ -198,7 +161,7 @@ func TestBenchLinkPartnerProcess(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	var res benchLinkResult
+	var res loopbench.LinkReport
 	if err := json.Unmarshal(out, &res); err != nil {
 		t.Fatalf("%v in %q", err, out)
 	}
@@ -245,65 +208,21 @@ func TestSimServosScanPing(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a logger and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
-// A servo that overheats during bridge sim is reported with its hardware
-// error and temperature, and the loop goes on.
-func TestServoAlertReported(t *testing.T) {
-	cfg, err := bridge.ParseConfig(defaultconfig.TOML())
+// bridge cameras lists the cameras and the library, or says how to get one.
+func TestCamerasCommand(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lib, err := realsense.LoadAny(ctx)
 	if err != nil {
-		t.Fatal(err)
-	}
-	// The servos alone: the virtual camera's CPU under the race detector
-	// is not what this test is about.
-	cfg.Links[0].Camera.Kind, cfg.Links[0].Clock = "none", "timer"
-	logs := &syncBuffer{}
-	a, err := wire(cfg, wireOpts{partner: true, ephemeral: true}, "", slog.New(slog.NewJSONHandler(logs, nil)), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.serve(ctx, io.Discard, 0) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for a.links[0].link.State() != bridge.Running {
-		if time.Now().After(deadline) {
-			t.Fatalf("never running:\n%s", logs.String())
+		code, _, stderr := runCLI(t, "cameras")
+		if code != 1 || !strings.Contains(stderr, "pyrealsense2") && !strings.Contains(stderr, "cgo") {
+			t.Errorf("without librealsense2: exit %d, %q: want the install hint", code, stderr)
 		}
-		time.Sleep(10 * time.Millisecond)
+		t.Skipf("librealsense2 not available (%v): pip install pyrealsense2", err)
 	}
-	if err := a.simServos[0].bus.ForceOverheat(2); err != nil {
-		t.Fatal(err)
-	}
-	for !strings.Contains(logs.String(), `"msg":"servo hardware alert`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no alert logged:\n%s", logs.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if s := logs.String(); !strings.Contains(s, `"id":2`) || !strings.Contains(s, `"hardware_error":"overheating"`) || !strings.Contains(s, `"temperature_limit_c":80`) {
-		t.Errorf("alert log:\n%s", s)
-	}
-	t0 := a.links[0].link.Ticks()
-	for a.links[0].link.Ticks() < t0+5 {
-		if time.Now().After(deadline) {
-			t.Fatal("the loop stopped after the alert")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	lib.Close()
+	code, out, stderr := runCLI(t, "cameras")
+	if code != 0 || !strings.Contains(out, "librealsense2 2.") {
+		t.Errorf("cameras: exit %d\n%s%s", code, out, stderr)
 	}
 }

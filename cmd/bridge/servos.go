@@ -2,18 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/labbridge/bridge/dynamixel"
 	"github.com/labbridge/bridge/dynamixel/dxlsim"
-	"github.com/labbridge/bridge/emio"
+	"github.com/labbridge/bridge/sim"
 )
 
 // busFlags are the serial flags of scan and ping.
@@ -31,32 +28,22 @@ func addBusFlags(fsPort func(name, value, usage string) *string, fsDur func(name
 	}
 }
 
-// openBus resolves the port and opens a bus on it at baud.
+// openBus opens a bus on a port spec at baud (dynamixel.OpenSpec), warning
+// on stderr when the adapter's latency timer slows every read.
 func openBus(spec string, baud int, latency, rdt time.Duration, stderr io.Writer) (*dynamixel.Bus, func(), error) {
-	ports, _ := dynamixel.ListPorts()
-	path, err := dynamixel.Resolve(spec, ports)
+	o, err := dynamixel.OpenSpec(spec, baud)
 	if err != nil {
 		return nil, nil, err
 	}
-	if latency == 0 {
-		latency = 16 * time.Millisecond
-		if ms, ok, err := dynamixel.LatencyTimer(path); err == nil && ok {
-			latency = time.Duration(ms) * time.Millisecond
-			if ms > 1 {
-				fmt.Fprintln(stderr, dynamixel.LatencyAdvice(path, ms))
-			}
-		}
+	if advice := o.Advice(); advice != "" {
+		fmt.Fprintln(stderr, advice)
 	}
-	port, err := dynamixel.OpenSerial(path, baud)
+	bus, err := dynamixel.NewBus(o.Port, o.Timing(dynamixel.BusConfig{Baud: baud, LatencyTimer: latency, ReturnDelay: rdt, Margin: 3 * time.Millisecond}))
 	if err != nil {
+		o.Port.Close()
 		return nil, nil, err
 	}
-	bus, err := dynamixel.NewBus(port, dynamixel.BusConfig{Baud: baud, LatencyTimer: latency, ReturnDelay: rdt, Margin: 3 * time.Millisecond})
-	if err != nil {
-		port.Close()
-		return nil, nil, err
-	}
-	return bus, func() { port.Close() }, nil
+	return bus, func() { o.Port.Close() }, nil
 }
 
 // cmdScan is `bridge scan`: list serial ports, then ping every ID at every
@@ -81,57 +68,49 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *list {
 		return nil
 	}
-	rates, err := parseBauds(*bauds)
+	rates, err := dynamixel.ParseBauds(*bauds)
 	if err != nil {
 		return err
 	}
-	ids, err := parseIDs(*idRange)
+	ids, err := dynamixel.ParseIDs(*idRange)
 	if err != nil {
 		return err
 	}
-	found := 0
+	n := 0
 	bar := isTerminal(stderr)
 	for _, baud := range rates {
 		bus, closePort, err := openBus(*bf.port, baud, *bf.latency, *bf.rdt, stderr)
 		if err != nil {
 			return err
 		}
-		for i, id := range ids {
-			if ctx.Err() != nil {
-				closePort()
-				return ctx.Err()
-			}
-			if bar {
-				fmt.Fprintf(stderr, "\r%7d baud  [%-40s] %3d/%d", baud, strings.Repeat("#", 40*(i+1)/len(ids)), i+1, len(ids))
-			}
-			model, fw, err := bus.Ping(id)
-			if errors.Is(err, dynamixel.ErrTimeout) {
-				continue
-			}
+		err = dynamixel.Scan(ctx, bus, ids, func(f dynamixel.Found) {
 			if bar {
 				fmt.Fprint(stderr, "\r\033[K")
 			}
-			if err != nil && !errors.Is(err, dynamixel.ErrAlert) {
-				fmt.Fprintf(stdout, "ID %3d at %d baud: %v\n", id, baud, err)
-				continue
+			if f.Err != nil && !errors.Is(f.Err, dynamixel.ErrAlert) {
+				fmt.Fprintf(stdout, "ID %3d at %d baud: %v\n", f.ID, baud, f.Err)
+				return
 			}
-			found++
-			name := "unknown model"
-			if model == dynamixel.ModelXM430W210 {
-				name = "XM430-W210"
-			}
-			fmt.Fprintf(stdout, "ID %3d  baud %7d  model %d (%s)  firmware %d", id, baud, model, name, fw)
-			if err != nil {
-				fmt.Fprintf(stdout, "  ALERT: %v", err)
+			n++
+			fmt.Fprintf(stdout, "ID %3d  baud %7d  model %d (%s)  firmware %d", f.ID, baud, f.Model, dynamixel.ModelName(f.Model), f.Firmware)
+			if f.Err != nil {
+				fmt.Fprintf(stdout, "  ALERT: %v", f.Err)
 			}
 			fmt.Fprintln(stdout)
-		}
+		}, func(done int) {
+			if bar {
+				fmt.Fprintf(stderr, "\r%7d baud  [%-40s] %3d/%d", baud, strings.Repeat("#", 40*done/len(ids)), done, len(ids))
+			}
+		})
 		if bar {
 			fmt.Fprint(stderr, "\r\033[K")
 		}
 		closePort()
+		if err != nil {
+			return err
+		}
 	}
-	fmt.Fprintf(stdout, "%d servo(s) found\n", found)
+	fmt.Fprintf(stdout, "%d servo(s) found\n", n)
 	return nil
 }
 
@@ -144,7 +123,7 @@ func cmdPing(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	ids, err := parseIDs(*idList)
+	ids, err := dynamixel.ParseIDs(*idList)
 	if err != nil {
 		return err
 	}
@@ -174,50 +153,6 @@ func cmdPing(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func parseBauds(s string) ([]int, error) {
-	if s == "all" {
-		return []int{1000000, 57600, 115200, 2000000, 3000000, 4000000, 4500000, 9600}, nil
-	}
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			return nil, fmt.Errorf("bridge: baud %q: want a number or \"all\"", f)
-		}
-		if _, err := dynamixel.BaudCode(v); err != nil {
-			return nil, fmt.Errorf("bridge: baud %d: %w", v, err)
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
-
-// parseIDs reads "lo-hi" or "a,b,c".
-func parseIDs(s string) ([]byte, error) {
-	bad := fmt.Errorf("bridge: IDs %q: want lo-hi or a comma-separated list of 0..252", s)
-	if lo, hi, ok := strings.Cut(s, "-"); ok {
-		l, err1 := strconv.Atoi(lo)
-		h, err2 := strconv.Atoi(hi)
-		if err1 != nil || err2 != nil || l < 0 || h > 252 || l > h {
-			return nil, bad
-		}
-		ids := make([]byte, 0, h-l+1)
-		for i := l; i <= h; i++ {
-			ids = append(ids, byte(i))
-		}
-		return ids, nil
-	}
-	var ids []byte
-	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || v < 0 || v > 252 {
-			return nil, bad
-		}
-		ids = append(ids, byte(v))
-	}
-	return ids, nil
-}
-
 // cmdSimServos is `bridge sim servos`: simulated servos on a pseudo-terminal,
 // a virtual U2D2 any software can open, until interrupted.
 func cmdSimServos(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -232,7 +167,7 @@ func cmdSimServos(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	ids, err := parseIDs(*idList)
+	ids, err := dynamixel.ParseIDs(*idList)
 	if err != nil {
 		return err
 	}
@@ -278,80 +213,20 @@ func benchServos(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	rates, err := parseBauds(*bauds)
+	rates, err := dynamixel.ParseBauds(*bauds)
 	if err != nil {
 		return err
 	}
-	if *cycles < 10 {
-		return fmt.Errorf("bridge bench servos: -cycles %d: want at least 10", *cycles)
-	}
-	type row struct {
-		Baud     int     `json:"baud"`
-		Bytes    int     `json:"bytes_per_cycle"`
-		WireUs   float64 `json:"wire_us"`
-		MedianUs float64 `json:"median_cycle_us"`
-		P99Us    float64 `json:"p99_cycle_us"`
-		Ratio    float64 `json:"ratio"`
-	}
-	var rows []row
+	var rows []sim.ServoBenchRow
 	for _, baud := range rates {
-		bc := dxlsim.DefaultBusConfig()
-		bc.Timing = dxlsim.Timing{Baud: baud}
-		sb, err := dxlsim.NewBus(bc)
+		r, err := sim.BenchServos(ctx, baud, *cycles, *fast)
 		if err != nil {
-			return err
+			return fmt.Errorf("bridge bench servos: %w", err)
 		}
-		pt, err := dxlsim.NewPTY(sb, "")
-		if err != nil {
-			return err
-		}
-		sctx, stop := context.WithCancel(ctx)
-		served := make(chan error, 1)
-		go func() { served <- pt.Serve(sctx) }()
-		m, err := emio.New(emio.Config{IDs: []byte{0, 1, 2, 3}, Mode: dynamixel.ModePosition, ProfileVelocity: 1000, Fast: *fast,
-			Bus:  dynamixel.BusConfig{Baud: baud, LatencyTimer: 0, ReturnDelay: 0, Margin: 5 * time.Millisecond},
-			Open: func() (dynamixel.Port, error) { return dynamixel.OpenSerial(pt.Path(), baud) }})
-		if err == nil {
-			err = m.Open(ctx)
-		}
-		if err != nil {
-			stop()
-			<-served
-			return err
-		}
-		y, u := make([]float64, m.MeasureLen()), make([]float64, 4)
-		times := make([]time.Duration, 0, *cycles)
-		for i := 0; i < *cycles && ctx.Err() == nil; i++ {
-			t0 := time.Now()
-			if err := m.Measure(y); err != nil {
-				stop()
-				<-served
-				m.Close()
-				return err
-			}
-			if err := m.Command(u); err != nil {
-				stop()
-				<-served
-				m.Close()
-				return err
-			}
-			times = append(times, time.Since(t0))
-		}
-		m.Close()
-		stop()
-		<-served
-		slices.Sort(times)
-		bytes := 112 // Sync Read request 18 + 4 replies of 15 + Sync Write 34
-		if *fast {
-			bytes = 92 // Fast Sync Read: one 40-byte reply
-		}
-		wire := time.Duration(bytes) * time.Duration(int64(time.Second)*10/int64(baud))
-		med := times[len(times)/2]
-		rows = append(rows, row{Baud: baud, Bytes: bytes, WireUs: us(int64(wire)), MedianUs: us(int64(med)),
-			P99Us: us(int64(times[len(times)*99/100])), Ratio: float64(med) / float64(wire)})
+		rows = append(rows, r)
 	}
 	if *asJSON {
-		return json.NewEncoder(stdout).Encode(map[string]any{"fast_sync_read": *fast, "cycles": *cycles, "rows": rows})
+		return printJSON(stdout, map[string]any{"fast_sync_read": *fast, "cycles": *cycles, "rows": rows})
 	}
 	fmt.Fprintf(stdout, "4-servo cycle on a pseudo-terminal (fast sync read %v, %d cycles each)\n", *fast, *cycles)
 	fmt.Fprintf(stdout, "%9s %7s %10s %12s %10s %7s\n", "baud", "bytes", "wire µs", "median µs", "p99 µs", "ratio")

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	defaultconfig "github.com/labbridge/bridge"
+	"github.com/labbridge/bridge/camera"
+	"github.com/labbridge/bridge/realsense/tracker"
 )
 
 // bridge sim saves the frames it renders, with the virtual camera's
@@ -41,7 +43,7 @@ func TestTrackSavedFrames(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("track: %d\n%s\n%s", code, out, stderr)
 	}
-	var got trackJSON
+	var got tracker.Report
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("track -json: %v\n%s", err, out)
 	}
@@ -79,10 +81,10 @@ func TestTrackErrors(t *testing.T) {
 	t.Setenv("HOME", dir)
 	color := filepath.Join(dir, "c.png")
 	small := filepath.Join(dir, "d.png")
-	if err := writeColorPNG(color, make([]byte, 3*64*48), 64, 48); err != nil {
+	if err := camera.WriteColorPNG(color, make([]byte, 3*64*48), 64, 48); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeDepthPNG(small, make([]uint16, 32*24), 32, 24); err != nil {
+	if err := camera.WriteDepthPNG(small, make([]uint16, 32*24), 32, 24); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -118,50 +120,6 @@ func writeParams(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return p
-}
-
-// Frames survive the PNG round trip bit for bit: colour as 8-bit RGB, depth
-// as 16-bit grey (big-endian in the file), masks as 8-bit grey.
-func TestFramePNGRoundTrip(t *testing.T) {
-	dir := t.TempDir()
-	const w, h = 7, 5
-	bgr := make([]byte, 3*w*h)
-	depth := make([]uint16, w*h)
-	for i := range bgr {
-		bgr[i] = byte(i * 37)
-	}
-	for i := range depth {
-		depth[i] = uint16(i*4099 + 1)
-	}
-	cp, dp := filepath.Join(dir, "c.png"), filepath.Join(dir, "d.png")
-	if err := writeColorPNG(cp, bgr, w, h); err != nil {
-		t.Fatal(err)
-	}
-	if err := writeDepthPNG(dp, depth, w, h); err != nil {
-		t.Fatal(err)
-	}
-	gotC, cw, ch, err := readColorPNG(cp)
-	if err != nil || cw != w || ch != h || string(gotC) != string(bgr) {
-		t.Fatalf("colour round trip: %v %dx%d equal=%v", err, cw, ch, string(gotC) == string(bgr))
-	}
-	gotD, dw, dh, err := readDepthPNG(dp)
-	if err != nil || dw != w || dh != h {
-		t.Fatalf("depth round trip: %v %dx%d", err, dw, dh)
-	}
-	for i := range depth {
-		if gotD[i] != depth[i] {
-			t.Fatalf("depth[%d] = %d, want %d", i, gotD[i], depth[i])
-		}
-	}
-	if _, _, _, err := readColorPNG(filepath.Join(dir, "none.png")); err == nil {
-		t.Fatal("missing file read")
-	}
-	if err := os.WriteFile(filepath.Join(dir, "bad.png"), []byte("not a png"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, _, err := readDepthPNG(filepath.Join(dir, "bad.png")); err == nil || !strings.Contains(err.Error(), "bad.png") {
-		t.Fatalf("corrupt PNG: %v", err)
-	}
 }
 
 func TestBenchTracker(t *testing.T) {

@@ -588,3 +588,18 @@ func (b *Bus) emit(out *outQueue, pkt []byte, rdt time.Duration, end bool) {
 	}
 	out.push(pkt, rdt, &b.timing)
 }
+
+// PresentAngles fills q with the present positions of the servos ids, in
+// radians as emioapi converts them (dynamixel.PulseToRad): what the virtual
+// lab's camera sees of the robot, read straight from the simulated servos
+// without a bus transaction. Missing IDs and extra q values are left alone.
+func (b *Bus) PresentAngles(ids []byte, q []float64) {
+	for i, id := range ids {
+		if i >= len(q) {
+			return
+		}
+		if s := b.Servo(id); s != nil {
+			q[i] = dynamixel.PulseToRad(int32(s.Value(dynamixel.ItemPresentPosition)))
+		}
+	}
+}

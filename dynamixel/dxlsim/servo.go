@@ -162,6 +162,9 @@ type Servo struct {
 	bootUntil           int64
 
 	missing, stalled bool
+	// releases counts the times torque went from on to off, by a write or
+	// a shutdown: what a test watches to prove a robot was never let go.
+	releases uint64
 }
 
 // NewServo returns a servo at power-up: factory defaults, except ID, Baud
@@ -221,6 +224,15 @@ func (s *Servo) ID() byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.mem[dynamixel.AddrID]
+}
+
+// Releases returns how many times the servo's torque went from on to off
+// (a Torque Enable write of 0, or a shutdown): a robot released and held
+// again within a tick shows here, never in Value.
+func (s *Servo) Releases() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.releases
 }
 
 // Value returns an item's raw value, sign-extended, after advancing the
@@ -519,6 +531,9 @@ func (s *Servo) commit(now int64) {
 			if on && old[dynamixel.AddrTorqueEnable] == 0 {
 				s.torqueOn()
 			} else if !on {
+				if old[dynamixel.AddrTorqueEnable] != 0 {
+					s.releases++
+				}
 				s.vel, s.cur = 0, 0
 			}
 		case dynamixel.AddrGoalPosition:
@@ -640,6 +655,7 @@ func (s *Servo) shutdown() {
 	if s.mem[dynamixel.AddrHardwareErrorStatus]&s.mem[dynamixel.AddrShutdown] != 0 && s.mem[dynamixel.AddrTorqueEnable] != 0 {
 		s.mem[dynamixel.AddrTorqueEnable] = 0
 		s.vel, s.cur = 0, 0
+		s.releases++
 	}
 }
 

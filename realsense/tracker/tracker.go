@@ -227,3 +227,52 @@ func (t *Tracker) Process(bgr []byte, depth []uint16) (Result, error) {
 	res.Held = false
 	return res, nil
 }
+
+// SidePoint is a marker's position in the frame of the tracker's side (mm),
+// as it enters the vector: the world point for top, emioapi's fixed-camera
+// mapping for front, the ray's crossing of the plane x = −5 for plan.
+func (t *Tracker) SidePoint(m Marker) [3]float64 {
+	switch t.cfg.Side {
+	case Front:
+		return FrontPoint(m.PX, m.PY, m.DepthMM)
+	case Plan:
+		p, _ := PlanPoint(&t.cfg.Intrinsics, &t.cfg.Pose, m.PX, m.PY)
+		return p
+	}
+	return m.World
+}
+
+// Report is a frame's result as a person reads it (`bridge track -json`):
+// every marker with its pixel, depth and position in the side's frame, and
+// the vector the bridge would send.
+type Report struct {
+	Markers []ReportMarker `json:"markers"`
+	// Vector is what the bridge would send for this frame (sorted as the
+	// side requires); null when the count is not nb_markers.
+	Vector   []float64 `json:"vector"`
+	Held     bool      `json:"held"`
+	Contours int       `json:"contours"`
+	Side     string    `json:"side"`
+	Sort     string    `json:"sort"`
+}
+
+// ReportMarker is one marker of a Report.
+type ReportMarker struct {
+	PX      [2]int     `json:"px"`
+	DepthMM float64    `json:"depth_mm"`
+	MM      [3]float64 `json:"mm"` // in the side's frame (SidePoint)
+	Area    float64    `json:"area"`
+	Camera  [3]float64 `json:"camera_mm"`
+}
+
+// Report copies r, the result of this tracker's last Process, into a Report.
+func (t *Tracker) Report(r Result) Report {
+	out := Report{Markers: []ReportMarker{}, Held: r.Held, Contours: r.Contours, Side: t.cfg.Side.String(), Sort: t.cfg.Sort.String()}
+	if !r.Held {
+		out.Vector = append([]float64(nil), r.Vector...)
+	}
+	for _, m := range r.Markers {
+		out.Markers = append(out.Markers, ReportMarker{PX: [2]int{m.PX, m.PY}, DepthMM: m.DepthMM, Area: m.Area, Camera: m.Camera, MM: t.SidePoint(m)})
+	}
+	return out
+}

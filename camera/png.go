@@ -1,4 +1,4 @@
-package main
+package camera
 
 import (
 	"bufio"
@@ -12,10 +12,10 @@ import (
 
 // Frames on disk: colour as 8-bit RGB PNG, depth as 16-bit grey PNG in mm
 // (the format RealSense tools and OpenCV's imwrite use for Z16), masks as
-// 8-bit grey PNG. `bridge sim` writes them; `bridge track` reads them.
+// 8-bit grey PNG. The Saver writes them; `bridge track` reads them.
 
-// readColorPNG decodes an 8-bit colour PNG into tightly packed BGR8.
-func readColorPNG(path string) (bgr []byte, w, h int, err error) {
+// ReadColorPNG decodes an 8-bit colour PNG into tightly packed BGR8.
+func ReadColorPNG(path string) (bgr []byte, w, h int, err error) {
 	img, err := decodePNG(path)
 	if err != nil {
 		return nil, 0, 0, err
@@ -43,7 +43,7 @@ func readColorPNG(path string) (bgr []byte, w, h int, err error) {
 		}
 	default:
 		if _, ok := img.ColorModel().(color.Palette); !ok && img.ColorModel() != color.GrayModel {
-			return nil, 0, 0, fmt.Errorf("bridge track: %s: colour PNG with %T pixels: want 8-bit RGB or RGBA", path, img)
+			return nil, 0, 0, fmt.Errorf("camera: %s: colour PNG with %T pixels: want 8-bit RGB or RGBA", path, img)
 		}
 		for y := range h {
 			for x := range w {
@@ -56,15 +56,15 @@ func readColorPNG(path string) (bgr []byte, w, h int, err error) {
 	return bgr, w, h, nil
 }
 
-// readDepthPNG decodes a 16-bit grey PNG of depths in mm.
-func readDepthPNG(path string) (depth []uint16, w, h int, err error) {
+// ReadDepthPNG decodes a 16-bit grey PNG of depths in mm.
+func ReadDepthPNG(path string) (depth []uint16, w, h int, err error) {
 	img, err := decodePNG(path)
 	if err != nil {
 		return nil, 0, 0, err
 	}
 	m, ok := img.(*image.Gray16)
 	if !ok {
-		return nil, 0, 0, fmt.Errorf("bridge track: %s: depth PNG with %T pixels: want 16-bit greyscale in mm", path, img)
+		return nil, 0, 0, fmt.Errorf("camera: %s: depth PNG with %T pixels: want 16-bit greyscale in mm", path, img)
 	}
 	w, h = m.Rect.Dx(), m.Rect.Dy()
 	depth = make([]uint16, w*h)
@@ -80,18 +80,18 @@ func readDepthPNG(path string) (depth []uint16, w, h int, err error) {
 func decodePNG(path string) (image.Image, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("bridge track: %w", err)
+		return nil, fmt.Errorf("camera: %w", err)
 	}
 	defer f.Close()
 	img, err := png.Decode(bufio.NewReader(f))
 	if err != nil {
-		return nil, fmt.Errorf("bridge track: %s: %w", path, err)
+		return nil, fmt.Errorf("camera: %s: %w", path, err)
 	}
 	return img, nil
 }
 
-// writeColorPNG writes BGR8 as an RGB PNG.
-func writeColorPNG(path string, bgr []byte, w, h int) error {
+// WriteColorPNG writes BGR8 as an RGB PNG.
+func WriteColorPNG(path string, bgr []byte, w, h int) error {
 	m := image.NewNRGBA(image.Rect(0, 0, w, h))
 	for i := range w * h {
 		m.Pix[4*i], m.Pix[4*i+1], m.Pix[4*i+2], m.Pix[4*i+3] = bgr[3*i+2], bgr[3*i+1], bgr[3*i], 255
@@ -99,8 +99,8 @@ func writeColorPNG(path string, bgr []byte, w, h int) error {
 	return encodePNG(path, m)
 }
 
-// writeDepthPNG writes Z16 mm as a 16-bit grey PNG.
-func writeDepthPNG(path string, depth []uint16, w, h int) error {
+// WriteDepthPNG writes Z16 mm as a 16-bit grey PNG.
+func WriteDepthPNG(path string, depth []uint16, w, h int) error {
 	m := image.NewGray16(image.Rect(0, 0, w, h))
 	for i, d := range depth[:w*h] {
 		m.Pix[2*i], m.Pix[2*i+1] = byte(d>>8), byte(d)
@@ -108,8 +108,8 @@ func writeDepthPNG(path string, depth []uint16, w, h int) error {
 	return encodePNG(path, m)
 }
 
-// writeMaskPNG writes a 0/255 mask as an 8-bit grey PNG.
-func writeMaskPNG(path string, mask []byte, w, h int) error {
+// WriteMaskPNG writes a 0/255 mask as an 8-bit grey PNG.
+func WriteMaskPNG(path string, mask []byte, w, h int) error {
 	m := image.NewGray(image.Rect(0, 0, w, h))
 	copy(m.Pix, mask[:w*h])
 	return encodePNG(path, m)
@@ -118,13 +118,13 @@ func writeMaskPNG(path string, mask []byte, w, h int) error {
 func encodePNG(path string, img image.Image) (err error) {
 	f, err := os.Create(path)
 	if err != nil {
-		return fmt.Errorf("bridge: %w", err)
+		return fmt.Errorf("camera: %w", err)
 	}
 	defer func() { err = errors.Join(err, f.Close()) }()
 	bw := bufio.NewWriter(f)
 	enc := png.Encoder{CompressionLevel: png.BestSpeed}
 	if err := enc.Encode(bw, img); err != nil {
-		return fmt.Errorf("bridge: %s: %w", path, err)
+		return fmt.Errorf("camera: %s: %w", path, err)
 	}
 	return bw.Flush()
 }

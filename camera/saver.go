@@ -1,0 +1,75 @@
+package camera
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync/atomic"
+
+	"github.com/labbridge/bridge/realsense/tracker"
+)
+
+// Saver writes every n-th frame as PNGs (colour and depth) so that `bridge
+// track` can show offline what the tracker saw. Encoding a PNG takes tens
+// of milliseconds, about a frame period: the camera goroutine only copies
+// the frame into the saver's buffer (Offer, its OnFrame hook), and the
+// saver's own Serve encodes it. A frame that comes while the previous one is
+// still being written is not saved.
+type Saver struct {
+	dir   string
+	every uint64
+	w, h  int
+	log   *slog.Logger
+	seen  uint64 // camera goroutine only
+
+	buf     Frame // owned by Serve while busy is set
+	busy    atomic.Bool
+	pending chan struct{} // capacity 1: at most one frame waits
+}
+
+// NewSaver saves every every-th frame of w×h into dir.
+func NewSaver(dir string, every, w, h int, log *slog.Logger) (*Saver, error) {
+	if every < 1 || w < 1 || h < 1 {
+		return nil, fmt.Errorf("%w: saver of every %d frame(s) of %dx%d", ErrConfig, every, w, h)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Saver{
+		dir: dir, every: uint64(every), w: w, h: h, log: log,
+		buf:     Frame{Color: make([]byte, 3*w*h), Depth: make([]uint16, w*h)},
+		pending: make(chan struct{}, 1),
+	}, nil
+}
+
+// Offer is the camera's OnFrame hook: a copy when the frame is due and the
+// saver idle, never I/O.
+func (s *Saver) Offer(f *Frame, _ *tracker.Result) {
+	s.seen++
+	if (s.seen-1)%s.every != 0 || len(f.Color) != len(s.buf.Color) || !s.busy.CompareAndSwap(false, true) {
+		return
+	}
+	copy(s.buf.Color, f.Color)
+	copy(s.buf.Depth, f.Depth)
+	s.buf.Number, s.buf.Time = f.Number, f.Time
+	s.pending <- struct{}{}
+}
+
+// Serve writes the offered frames until ctx is done. It may be served again.
+func (s *Saver) Serve(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.pending:
+		}
+		base := filepath.Join(s.dir, fmt.Sprintf("frame-%06d", s.buf.Number))
+		err := errors.Join(WriteColorPNG(base+"-color.png", s.buf.Color, s.w, s.h), WriteDepthPNG(base+"-depth.png", s.buf.Depth, s.w, s.h))
+		if err != nil {
+			s.log.Warn("camera: saving a frame", "err", err)
+		}
+		s.busy.Store(false)
+	}
+}

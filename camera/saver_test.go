@@ -1,0 +1,103 @@
+package camera
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The camera's frame hook only copies: the saver's own Serve writes the
+// PNGs, a frame offered while one is being written is not saved, and frames
+// that are not due cost nothing.
+func TestSaverOffThePath(t *testing.T) {
+	dir := t.TempDir()
+	const w, h = 64, 48
+	s, err := NewSaver(dir, 2, w, h, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &Frame{Color: make([]byte, 3*w*h), Depth: make([]uint16, w*h)}
+	s.busy.Store(true) // as if a frame were being written
+	f.Number = 1
+	s.Offer(f, nil) // due, but the saver is busy: skipped
+	s.busy.Store(false)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { s.Serve(ctx) })
+	for n := uint64(2); n <= 5; n++ {
+		f.Number = n
+		s.Offer(f, nil)
+		for s.busy.Load() {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { s.seen = 1; s.Offer(f, nil) }); n != 0 {
+		t.Errorf("a frame that is not due allocates %v times", n)
+	}
+	cancel()
+	wg.Wait()
+	saved, _ := filepath.Glob(filepath.Join(dir, "frame-*-color.png"))
+	if len(saved) != 2 || !strings.HasSuffix(saved[0], "frame-000003-color.png") || !strings.HasSuffix(saved[1], "frame-000005-color.png") {
+		t.Errorf("saved %v, want frames 3 and 5 (every 2nd, frame 1 skipped while busy)", saved)
+	}
+	if _, err := NewSaver(dir, 0, w, h, nil); err == nil {
+		t.Error("a saver of every 0th frame was accepted")
+	}
+}
+
+// Frames survive the PNG round trip bit for bit: colour as 8-bit RGB, depth
+// as 16-bit grey (big-endian in the file), masks as 8-bit grey.
+func TestFramePNGRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	const w, h = 7, 5
+	bgr := make([]byte, 3*w*h)
+	depth := make([]uint16, w*h)
+	for i := range bgr {
+		bgr[i] = byte(i * 37)
+	}
+	for i := range depth {
+		depth[i] = uint16(i*4099 + 1)
+	}
+	cp, dp := filepath.Join(dir, "c.png"), filepath.Join(dir, "d.png")
+	if err := WriteColorPNG(cp, bgr, w, h); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteDepthPNG(dp, depth, w, h); err != nil {
+		t.Fatal(err)
+	}
+	gotC, cw, ch, err := ReadColorPNG(cp)
+	if err != nil || cw != w || ch != h || string(gotC) != string(bgr) {
+		t.Fatalf("colour round trip: %v %dx%d equal=%v", err, cw, ch, string(gotC) == string(bgr))
+	}
+	gotD, dw, dh, err := ReadDepthPNG(dp)
+	if err != nil || dw != w || dh != h {
+		t.Fatalf("depth round trip: %v %dx%d", err, dw, dh)
+	}
+	for i := range depth {
+		if gotD[i] != depth[i] {
+			t.Fatalf("depth[%d] = %d, want %d", i, gotD[i], depth[i])
+		}
+	}
+	mask := make([]byte, w*h)
+	mask[3] = 255
+	if err := WriteMaskPNG(filepath.Join(dir, "m.png"), mask, w, h); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := ReadColorPNG(filepath.Join(dir, "none.png")); err == nil {
+		t.Fatal("missing file read")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bad.png"), []byte("not a png"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := ReadDepthPNG(filepath.Join(dir, "bad.png")); err == nil || !strings.Contains(err.Error(), "bad.png") {
+		t.Fatalf("corrupt PNG: %v", err)
+	}
+	if _, _, _, err := ReadDepthPNG(cp); err == nil || !strings.Contains(err.Error(), "want 16-bit greyscale") {
+		t.Fatalf("colour PNG read as depth: %v", err)
+	}
+}

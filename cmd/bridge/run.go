@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/labbridge/bridge/bridge"
+	"github.com/labbridge/bridge/config"
+	"github.com/labbridge/bridge/metrics"
+	"github.com/labbridge/bridge/realtime"
+	"github.com/labbridge/bridge/sdnotify"
+	"github.com/labbridge/bridge/simulink"
+)
+
+// cmdRun is `bridge run` and, with simulate, `bridge sim`.
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, simulate bool) error {
+	name, synopsis := "run", "run [-config FILE] [-duration D] [-metrics ADDR]"
+	if simulate {
+		name, synopsis = "sim", "sim [-config FILE] [-duration D] [-metrics ADDR] [-ephemeral]"
+	}
+	fs := newFlagSet(name, synopsis, stderr)
+	cfgPath := fs.String("config", "", "configuration file (default ./bridge.toml, else the embedded default)")
+	duration := fs.Duration("duration", 0, "stop after this long (0 = until SIGINT/SIGTERM)")
+	metricsAddr := fs.String("metrics", "-", `listen address of /metrics ("" = off; default: the configuration's)`)
+	ephemeral := false
+	if simulate {
+		fs.BoolVar(&ephemeral, "ephemeral", false, "use free loopback ports instead of the configured ones (runs beside a real Simulink)")
+	}
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg, from, err := config.Load(*cfgPath)
+	if err != nil {
+		return err
+	}
+	return runConfig(ctx, cfg, from, simulate, ephemeral, *metricsAddr, *duration, stdout, stderr)
+}
+
+func runConfig(ctx context.Context, cfg *config.Config, from string, simulate, ephemeral bool, metricsAddr string,
+	duration time.Duration, stdout, stderr io.Writer) error {
+	if metricsAddr == "-" {
+		metricsAddr = cfg.Service.Metrics
+	}
+	logger := cfg.Service.Logger(stderr, isTerminal(stderr))
+	a, err := wire(cfg, config.Env{Logger: logger, Partner: simulate, Ephemeral: simulate && ephemeral}, metricsAddr)
+	if err != nil {
+		return err
+	}
+	a.notify = sdnotify.New(os.Getenv("NOTIFY_SOCKET"))
+	fmt.Fprintf(stdout, "bridge %s: %s, %d link(s), simulated devices: %v\n", version, from, len(a.links), cfg.Simulated())
+	a.describe(stdout)
+	if !simulate {
+		fmt.Fprintln(stdout, "waiting for a Simulink host: start the model now (Ctrl-C stops the bridge)")
+	}
+	return a.serve(ctx, stdout, duration)
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// app is a wired bridge: the built links under one supervisor, with the
+// metrics server.
+type app struct {
+	logger *slog.Logger
+	links  []*config.Built
+	sup    *bridge.Supervisor
+	server *metrics.Server
+	notify *sdnotify.Notifier
+}
+
+// wire builds every link of cfg and the supervisor that runs them. Nothing
+// runs until serve, except simulated devices.
+func wire(cfg *config.Config, env config.Env, metricsAddr string) (*app, error) {
+	if cfg.Service.GOMAXPROCS > 0 {
+		runtime.GOMAXPROCS(cfg.Service.GOMAXPROCS)
+	}
+	if env.Logger == nil {
+		env.Logger = slog.New(slog.DiscardHandler)
+	}
+	a := &app{logger: env.Logger, sup: bridge.NewSupervisor(bridge.SupervisorConfig{Logger: env.Logger})}
+	reg := metrics.NewRegistry()
+	set, err := metrics.New(reg, metrics.BuildInfo{Version: version, Commit: buildCommit()})
+	if err != nil {
+		return nil, err
+	}
+	env.Metrics, env.Clock = set, realtime.NewClock()
+	if env.Home == "" {
+		env.Home, _ = os.UserHomeDir()
+	}
+	for i := range cfg.Links {
+		b, err := cfg.Links[i].Build(env)
+		if err != nil {
+			a.close()
+			return nil, err
+		}
+		a.links = append(a.links, b)
+		if err := a.sup.AddLink(b.Link, b.Metrics, b.Deps...); err != nil {
+			a.close()
+			return nil, err
+		}
+		if b.Partner != nil {
+			if err := a.sup.Add("partner "+b.Config.Name, b.Partner); err != nil {
+				a.close()
+				return nil, err
+			}
+		}
+	}
+	if metricsAddr != "" {
+		if a.server, err = metrics.Listen(metricsAddr, reg, a.sup.Health, env.Logger); err != nil {
+			a.close()
+			return nil, err
+		}
+		if err := a.sup.Add("metrics", a.server); err != nil {
+			a.close()
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// close releases every link; after serve, or instead of it.
+func (a *app) close() {
+	for _, b := range a.links {
+		if err := b.Close(); err != nil {
+			a.logger.Warn("closing a link", "link", b.Config.Name, "err", err)
+		}
+	}
+	if a.server != nil {
+		a.server.Close()
+	}
+}
+
+// describe says where each link sends and waits.
+func (a *app) describe(w io.Writer) {
+	for _, b := range a.links {
+		mc := b.Master.Config()
+		from, _ := b.Master.LocalAddr()
+		at, _ := b.Master.ListenAddr()
+		fmt.Fprintf(w, "link %s: %g Hz, sends %d-byte datagrams from %v to %v, waits for %d-byte replies on %v",
+			b.Config.Name, b.Config.RateHz, simulink.DatagramSize(mc.MeasureLen), from, mc.Remote, simulink.DatagramSize(mc.CommandLen), at)
+		if b.Partner != nil {
+			fmt.Fprintf(w, " (built-in partner, %s controller)", orDefault(b.Config.Partner.Controller.Kind, "hold"))
+		}
+		fmt.Fprintln(w)
+	}
+	if a.server != nil {
+		fmt.Fprintf(w, "metrics: http://%v/metrics\n", a.server.Addr())
+	}
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// readyTicks is how many ticks every link runs before READY=1.
+const readyTicks = 10
+
+// serve runs the app until ctx is done (or duration elapses when > 0), with a
+// live status view on a terminal and systemd's notifications under systemd.
+func (a *app) serve(ctx context.Context, stdout io.Writer, duration time.Duration) error {
+	ctx, cancel := withDuration(ctx, duration)
+	defer cancel()
+	var wg sync.WaitGroup
+	viewCtx, stopView := context.WithCancel(ctx)
+	if isTerminal(stdout) {
+		wg.Go(func() { a.view(viewCtx, stdout) })
+	}
+	if a.notify != nil && a.notify.Enabled() {
+		life := &sdnotify.Lifecycle{
+			N:        a.notify,
+			Watchdog: sdnotify.WatchdogInterval(os.Getenv("WATCHDOG_USEC"), os.Getenv("WATCHDOG_PID"), os.Getpid()),
+			Ready: func() (bool, string) {
+				return a.sup.Ticking(readyTicks), fmt.Sprintf("%d link(s) ticking", len(a.links))
+			},
+			Alive: a.sup.Progress(),
+		}
+		wg.Go(func() {
+			if err := life.Serve(viewCtx); err != nil {
+				a.logger.Warn("systemd notification failed", "err", err)
+			}
+		})
+	}
+	err := a.sup.Serve(ctx)
+	stopView()
+	wg.Wait()
+	for _, b := range a.links {
+		fmt.Fprintln(stdout, statusLine(b))
+	}
+	a.close()
+	return err
+}
+
+// withDuration bounds ctx by d when d > 0 (the -duration flags).
+func withDuration(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d > 0 {
+		return context.WithTimeout(ctx, d)
+	}
+	return context.WithCancel(ctx)
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/labbridge/bridge/config"
+	"github.com/labbridge/bridge/plant"
+	"github.com/labbridge/bridge/simulink"
+)
+
+// statusLine is one link's live status: state, exchange counters, the last
+// command and the last measurement by field, and its dependencies' status.
+func statusLine(b *config.Built) string {
+	st := b.Master.Stats()
+	var drops uint64
+	for _, d := range st.Dropped {
+		drops += d
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%-8s %-11s seq %-7d %-11s rtt %-9v ok %d/%d late %d timeout %d desync %d reconn %d drop %d overrun %d",
+		b.Config.Name, b.Link.State(), st.Seq, st.LastStatus, st.LastLatency.Round(time.Microsecond),
+		st.Status[simulink.OK], st.Status[simulink.OKNoDelay], st.Late, st.Status[simulink.Timeout], st.Status[simulink.Desync],
+		st.Status[simulink.Reconnected], drops, b.Link.Overruns())
+	cmd := make([]float64, b.Layout.CommandLen())
+	b.Link.Command(cmd)
+	writeFields(&sb, "cmd", b.Layout.Command, cmd)
+	meas := make([]float64, b.Layout.MeasureLen())
+	if b.Link.Measurement(meas) {
+		writeFields(&sb, "", b.Layout.Measure, meas)
+	}
+	for _, s := range b.Status() {
+		sb.WriteByte(' ')
+		sb.WriteString(s)
+	}
+	if clock := b.Config.Clock; clock != "timer" {
+		fmt.Fprintf(&sb, " no-%s ticks %d", clock, b.Link.MissedTriggers())
+	}
+	return sb.String()
+}
+
+// writeFields writes each field as ` name [v v …]`; with a label, the whole
+// vector as ` label [v v …]`.
+func writeFields(sb *strings.Builder, label string, fields []plant.Field, v []float64) {
+	off := 0
+	for i, f := range fields {
+		if label == "" || i == 0 {
+			name := f.Name
+			if label != "" {
+				name = label
+			}
+			fmt.Fprintf(sb, " %s [", name)
+		}
+		for j, x := range v[off : off+f.Len] {
+			if j > 0 || label != "" && i > 0 {
+				sb.WriteByte(' ')
+			}
+			switch f.Unit {
+			case "rad":
+				fmt.Fprintf(sb, "%+.3f", x)
+			case "mm":
+				fmt.Fprintf(sb, "%.1f", x)
+			default:
+				fmt.Fprintf(sb, "%g", x)
+			}
+		}
+		off += f.Len
+		if label == "" || i == len(fields)-1 {
+			sb.WriteByte(']')
+		}
+	}
+}
+
+// view redraws one line per link until ctx is done.
+func (a *app) view(ctx context.Context, w io.Writer) {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	drawn := 0
+	for {
+		select {
+		case <-ctx.Done():
+			if drawn > 0 {
+				// \r first: a ^C echoed by the terminal moved the cursor.
+				fmt.Fprintf(w, "\r\033[%dA\033[J", drawn)
+			}
+			return
+		case <-t.C:
+		}
+		var b strings.Builder
+		if drawn > 0 {
+			fmt.Fprintf(&b, "\r\033[%dA", drawn)
+		}
+		for _, l := range a.links {
+			b.WriteString("\r\033[K")
+			b.WriteString(statusLine(l))
+			b.WriteByte('\n')
+		}
+		io.WriteString(w, b.String())
+		drawn = len(a.links)
+	}
+}

@@ -1,0 +1,328 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+
+	"github.com/labbridge/bridge/bridge"
+	"github.com/labbridge/bridge/dynamixel/dxlsim"
+	"github.com/labbridge/bridge/metrics"
+	"github.com/labbridge/bridge/plant"
+	"github.com/labbridge/bridge/realtime"
+	"github.com/labbridge/bridge/simulink"
+)
+
+// Env is what building a link takes from the process.
+type Env struct {
+	Clock  *realtime.Clock
+	Logger *slog.Logger
+	// Metrics registers the link's metrics; nil: none.
+	Metrics *metrics.Set
+	// Observer also sees every exchange of the link's master (a
+	// benchmark's latency histogram); nil: none.
+	Observer simulink.Observer
+	// Partner adds the built-in Simulink stand-in of [link.partner].
+	Partner bool
+	// Ephemeral binds the master on free loopback ports instead of the
+	// configured ones, so that a simulation runs beside a real Simulink.
+	Ephemeral bool
+	// Home is the user's home directory, where emioapi keeps a lab's
+	// camera files; "" looks nowhere.
+	Home string
+}
+
+// Built is one link, built and ready to be supervised: add Link to a
+// bridge.Supervisor with Metrics and Deps, serve, then Close.
+type Built struct {
+	Config  *Link
+	Link    *bridge.Link
+	Master  *simulink.Master
+	Partner *simulink.Partner // nil unless Env.Partner
+	Metrics *metrics.Link     // nil unless Env.Metrics
+	// Deps are the services the link depends on (its camera, its alert
+	// reporter): the supervisor starts them before the link and stops them
+	// after its halt.
+	Deps   []bridge.Part
+	Layout plant.Layout
+	// Simulated is the simulated servo bus of an Emio on port = "sim" (for
+	// tests that inject faults), else nil.
+	Simulated *dxlsim.Bus
+
+	closers []func() error
+	// world runs the simulated devices (the robot itself, as far as the
+	// bridge can tell) from build to Close.
+	world     sync.WaitGroup
+	worldCtx  context.Context
+	stopWorld context.CancelFunc
+}
+
+// builder is the state of one Build, handed to the plant's kind.
+type builder struct {
+	env   Env
+	link  *Link
+	key   string // `link "emio".`
+	built *Built
+	sim   *dxlsim.Bus
+}
+
+// parts are what a kind builds.
+type parts struct {
+	plant plant.Plant
+	// openErr: the device could not be opened yet; the link starts
+	// degraded and the supervisor keeps trying.
+	openErr error
+	// trigger paces the loop when the link's clock is one of the plant's.
+	trigger bridge.Trigger
+	deps    []bridge.Part
+	closers []func() error
+}
+
+// world runs a simulated device until Close.
+func (b *builder) world(name string, serve func(context.Context) error) {
+	ctx := b.worldCtx()
+	log := b.env.Logger
+	b.built.world.Go(func() {
+		if err := serve(ctx); err != nil {
+			log.Error("simulated device stopped", "link", b.link.Name, "device", name, "err", err)
+		}
+	})
+}
+
+func (b *builder) worldCtx() context.Context {
+	if b.built.stopWorld == nil {
+		b.built.worldCtx, b.built.stopWorld = context.WithCancel(context.Background())
+	}
+	return b.built.worldCtx
+}
+
+// Build builds the link: its Simulink master (and built-in partner), its
+// metrics, its plant and the services the plant needs. Devices are opened;
+// one that cannot be opened yet is logged and the link starts degraded.
+// Nothing runs until the supervisor serves the link, except simulated
+// devices, which run from here to Close as real hardware would.
+func (l *Link) Build(env Env) (bb *Built, err error) {
+	if env.Logger == nil {
+		env.Logger = slog.New(slog.DiscardHandler)
+	}
+	if env.Clock == nil {
+		env.Clock = realtime.NewClock()
+	}
+	b := &builder{env: env, link: l, key: l.Name + ": ", built: &Built{Config: l, Layout: l.Plant.Layout()}}
+	built := b.built
+	defer func() {
+		if err != nil {
+			built.Close()
+			err = fmt.Errorf("link %q: %w", l.Name, err)
+		}
+	}()
+	mcfg := l.MasterConfig()
+	if env.Ephemeral {
+		lo := netip.AddrFrom4([4]byte{127, 0, 0, 1})
+		mcfg.Bind = netip.AddrPortFrom(lo, 0)
+		if mcfg.Listen, err = FreeLoopbackPort(); err != nil {
+			return nil, err
+		}
+	}
+	if env.Partner {
+		p, err := l.newPartner(mcfg, env)
+		if err != nil {
+			return nil, err
+		}
+		built.closers = append(built.closers, p.Close)
+		built.Partner = p
+		mcfg.Remote = p.Addr()
+	}
+	var obs simulink.Observer
+	if env.Metrics != nil {
+		if built.Metrics, err = env.Metrics.Link(l.Name, l.Period()); err != nil {
+			return nil, err
+		}
+		obs = built.Metrics
+	}
+	switch {
+	case env.Observer != nil && obs != nil:
+		obs = fanout{obs, env.Observer}
+	case env.Observer != nil:
+		obs = env.Observer
+	}
+	if built.Master, err = simulink.NewMaster(mcfg, env.Clock, obs); err != nil {
+		return nil, err
+	}
+	built.closers = append(built.closers, built.Master.Close)
+	ps, err := l.Plant.build(b)
+	built.Simulated = b.sim
+	if ps != nil {
+		built.closers = append(built.closers, ps.closers...)
+	}
+	if err != nil {
+		return nil, err
+	}
+	built.Deps = ps.deps
+	lcfg := l.LinkConfig()
+	lcfg.Loop.Trigger = ps.trigger
+	var loopObs bridge.LoopObserver
+	var cmdObs bridge.CommandObserver
+	if built.Metrics != nil {
+		loopObs, cmdObs = built.Metrics, built.Metrics
+	}
+	if built.Link, err = bridge.NewLink(lcfg, ps.plant, built.Master, env.Clock, loopObs, cmdObs, env.Logger); err != nil {
+		return nil, err
+	}
+	if ps.openErr != nil {
+		// No device yet: the link starts degraded and the supervisor keeps
+		// trying to open it while the loop ticks.
+		env.Logger.Warn("device not available; the link starts degraded and the bridge keeps trying", "link", l.Name, "err", ps.openErr)
+		built.Link.DeviceFailed(ps.openErr)
+	}
+	return built, nil
+}
+
+// Close stops the simulated devices and releases what the link holds
+// (sockets, ports, the camera library). Call it after the supervisor has
+// returned. It is idempotent.
+func (b *Built) Close() error {
+	var errs []error
+	for i := len(b.closers) - 1; i >= 0; i-- {
+		errs = append(errs, b.closers[i]())
+	}
+	b.closers = nil
+	if b.stopWorld != nil {
+		b.stopWorld()
+	}
+	b.world.Wait()
+	return errors.Join(errs...)
+}
+
+// Status lines of the link's dependencies that have one (the camera's
+// newest frame), for a person watching.
+func (b *Built) Status() []string {
+	var out []string
+	for _, d := range b.Deps {
+		if s, ok := d.Service.(interface{ Status() string }); ok {
+			out = append(out, s.Status())
+		}
+	}
+	return out
+}
+
+// newPartner builds the built-in partner of [link.partner], where the master
+// sends: Simulink's side of the emioapi ports, or free loopback ports.
+func (l *Link) newPartner(mcfg simulink.MasterConfig, env Env) (*simulink.Partner, error) {
+	ctl, err := l.Controller()
+	if err != nil {
+		return nil, err
+	}
+	lo := netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	listen := mcfg.Remote
+	accept := netip.AddrPortFrom(mcfg.Remote.Addr(), mcfg.Bind.Port())
+	if env.Ephemeral {
+		listen, accept = netip.AddrPortFrom(lo, 0), netip.AddrPortFrom(lo, 0)
+	}
+	return simulink.NewPartner(simulink.PartnerConfig{
+		Listen: listen, Accept: accept, ReplyTo: netip.AddrPortFrom(mcfg.Remote.Addr(), mcfg.Listen.Port()),
+		MeasureLen: mcfg.MeasureLen, CommandLen: mcfg.CommandLen,
+		Delay: l.Partner.Delay, Controller: ctl, Logger: env.Logger.With("partner", l.Name),
+	})
+}
+
+// FreeLoopbackPort asks the kernel for a free loopback UDP port. The socket
+// is closed before the port is bound again, a race only a simulation or a
+// benchmark accepts.
+func FreeLoopbackPort() (netip.AddrPort, error) {
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("config: a free loopback port: %w", err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).AddrPort(), nil
+}
+
+// MasterConfig returns the link's Simulink master configuration: the
+// endpoints of [link.udp] and the lengths of the plant.
+func (l *Link) MasterConfig() simulink.MasterConfig {
+	lay := l.Plant.Layout()
+	return simulink.MasterConfig{
+		Remote:            netip.MustParseAddrPort(l.UDP.Remote),
+		Bind:              netip.MustParseAddrPort(l.UDP.Bind),
+		Listen:            netip.MustParseAddrPort(l.UDP.Listen),
+		MeasureLen:        lay.MeasureLen(),
+		CommandLen:        lay.CommandLen(),
+		RecvTimeout:       l.UDP.RecvTimeout.Duration,
+		HandshakeInterval: l.UDP.HandshakeInterval.Duration,
+		MaxTimeouts:       l.UDP.MaxTimeouts,
+		MaxDesyncs:        l.UDP.MaxDesyncs,
+		RecvBuffer:        l.UDP.RecvBuffer,
+	}
+}
+
+// LinkConfig returns the bridge.LinkConfig of a validated link.
+func (l *Link) LinkConfig() bridge.LinkConfig {
+	apply, _ := bridge.ParseApplyMode(l.Apply)
+	halt, _ := plant.ParseHaltPolicy(l.Halt)
+	return bridge.LinkConfig{
+		Name: l.Name,
+		Loop: bridge.LoopConfig{
+			Period:     l.Period(),
+			Priority:   l.Loop.Priority,
+			CPU:        *l.Loop.CPU,
+			Spin:       l.Loop.Spin.Duration,
+			LockMemory: l.Loop.LockMemory,
+			DMALatency: *l.Loop.DMALatency,
+		},
+		Apply:  apply,
+		Halt:   halt,
+		Limits: l.Plant.Limits(),
+		Margin: l.Margin.Duration,
+	}
+}
+
+// Dims maps the plant's layout onto the built-in partner's controllers:
+// hold commands back the measured field named like the command (the
+// Emio's angles: the robot stays put), the Jacobian regulates the measured
+// field "markers".
+func (l *Link) Dims() simulink.Dims {
+	return DimsOf(l.Plant.Layout())
+}
+
+// DimsOf is Dims for any layout.
+func DimsOf(lay plant.Layout) simulink.Dims {
+	d := simulink.Dims{MeasureLen: lay.MeasureLen(), CommandLen: lay.CommandLen()}
+	if len(lay.Command) == 1 {
+		if off, n, ok := lay.Find(lay.Command[0].Name); ok && n == d.CommandLen {
+			d.Hold = simulink.Span{Off: off, Len: n}
+		}
+	}
+	if off, n, ok := lay.Find("markers"); ok {
+		d.Feature = simulink.Span{Off: off, Len: n}
+	}
+	return d
+}
+
+// Controller builds the controller of [link.partner.controller] for the
+// plant's shape.
+func (l *Link) Controller() (simulink.Controller, error) {
+	return simulink.NewController(l.Partner.Controller, l.Dims(), l.RateHz)
+}
+
+// fanout sends the master's observations to two observers.
+type fanout struct{ a, b simulink.Observer }
+
+func (f fanout) Exchanged(s simulink.Status)   { f.a.Exchanged(s); f.b.Exchanged(s) }
+func (f fanout) Reply(ns int64, late bool)     { f.a.Reply(ns, late); f.b.Reply(ns, late) }
+func (f fanout) Dropped(r simulink.DropReason) { f.a.Dropped(r); f.b.Dropped(r) }
+
+func writeFile(path string, write func(io.Writer) error) (err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	defer func() { err = errors.Join(err, f.Close()) }()
+	return write(f)
+}

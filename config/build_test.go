@@ -1,0 +1,142 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	defaultconfig "github.com/labbridge/bridge"
+	"github.com/labbridge/bridge/bridge"
+	"github.com/labbridge/bridge/camera"
+	"github.com/labbridge/bridge/metrics"
+)
+
+func parseDefault(t *testing.T, edit func(*Link, *EmioPlant)) *Config {
+	t.Helper()
+	c, err := ParseConfig(defaultconfig.TOML())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(&c.Links[0], c.Links[0].Plant.(*EmioPlant))
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+// serveBuilt runs one built link under a supervisor until the test ends.
+func serveBuilt(t *testing.T, b *Built) *bridge.Supervisor {
+	t.Helper()
+	sup := bridge.NewSupervisor(bridge.SupervisorConfig{Backoff: bridge.Backoff{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond, Factor: 2}, Seed: 1})
+	if err := sup.AddLink(b.Link, b.Metrics, b.Deps...); err != nil {
+		t.Fatal(err)
+	}
+	if b.Partner != nil {
+		if err := sup.Add("partner", b.Partner); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sup.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+		if err := b.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return sup
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func testEnv(t *testing.T) Env {
+	set, err := metrics.New(metrics.NewRegistry(), metrics.BuildInfo{Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Env{Logger: slog.New(slog.DiscardHandler), Metrics: set, Partner: true, Ephemeral: true, Home: t.TempDir()}
+}
+
+// The embedded default, built: simulated servos on a pseudo-terminal, the
+// virtual camera, the built-in partner on free ports. The link runs, the
+// camera streams, and the supervisor calls it healthy.
+func TestBuildDefaultRuns(t *testing.T) {
+	c := parseDefault(t, nil)
+	b, err := c.Links[0].Build(testEnv(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Simulated == nil || b.Partner == nil || b.Metrics == nil || b.Layout.MeasureLen() != 7 {
+		t.Fatalf("built %+v", b)
+	}
+	var names []string
+	for _, d := range b.Deps {
+		names = append(names, d.Name)
+	}
+	if strings.Join(names, ",") != "camera,servo alerts" {
+		t.Errorf("dependencies %v, want the camera and the alert reporter", names)
+	}
+	sup := serveBuilt(t, b)
+	waitFor(t, "running with the camera streaming", func() bool {
+		return b.Link.State() == bridge.Running && b.Link.Applied() > 3 && sup.Health() == nil
+	})
+	if st := b.Status(); len(st) != 1 || !strings.HasPrefix(st[0], "frame ") {
+		t.Errorf("status %q, want the camera's", st)
+	}
+}
+
+// A camera that cannot stream makes the supervisor's health fail and say
+// why, while the link itself keeps running on its servos.
+func TestBuildHealthReportsCameraDown(t *testing.T) {
+	c := parseDefault(t, func(l *Link, p *EmioPlant) {
+		p.Camera.Kind, p.Camera.Serial, l.Clock = "realsense", "no-such-camera", "timer"
+	})
+	b, err := c.Links[0].Build(testEnv(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sup := serveBuilt(t, b)
+	waitFor(t, "running", func() bool { return b.Link.State() == bridge.Running })
+	err = sup.Health()
+	if !errors.Is(err, camera.ErrNotStreaming) || !strings.Contains(err.Error(), "link emio: camera emio") {
+		t.Errorf("health %v, want the camera named as not streaming", err)
+	}
+}
+
+// A device that cannot be opened does not stop the build: the link starts
+// degraded, and sends Simulink no made-up measurement.
+func TestBuildAbsentDeviceStartsDegraded(t *testing.T) {
+	c := parseDefault(t, func(l *Link, p *EmioPlant) {
+		p.Port, p.Camera.Kind, l.Clock = t.TempDir()+"/ttyUSB9", "none", "timer"
+	})
+	b, err := c.Links[0].Build(testEnv(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveBuilt(t, b)
+	waitFor(t, "ticks", func() bool { return b.Link.Ticks() > 20 })
+	if s := b.Link.State(); s != bridge.Degraded {
+		t.Errorf("state %v, want degraded", s)
+	}
+	if got := b.Partner.Stats().LastSeq; got >= 0 {
+		t.Errorf("the partner saw seq %d: a measurement was sent without a device", got)
+	}
+}

@@ -1,0 +1,434 @@
+package config
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/labbridge/bridge/bridge"
+	"github.com/labbridge/bridge/camera"
+	"github.com/labbridge/bridge/dynamixel"
+	"github.com/labbridge/bridge/dynamixel/dxlsim"
+	"github.com/labbridge/bridge/emio"
+	"github.com/labbridge/bridge/plant"
+	"github.com/labbridge/bridge/realsense"
+	"github.com/labbridge/bridge/realsense/tracker"
+	"github.com/labbridge/bridge/realtime"
+	"github.com/labbridge/bridge/sim"
+)
+
+// EmioPlant is [link.plant] of kind "emio": the Emio's XM430-W210 servos on
+// a Dynamixel bus (real ones on a serial port, or simulated ones on a
+// pseudo-terminal with port = "sim", so the real serial path runs either
+// way) and the markers its camera tracks ([link.plant.camera]).
+type EmioPlant struct {
+	KindName string `toml:"kind"`
+	// NbMarkers is emioapi's nb_markers: it must equal the Simulink model's
+	// mask value (jacobian 1, state space 2).
+	NbMarkers *int `toml:"nb_markers"`
+	// Port: "sim", a device path, a /dev/serial/by-id name,
+	// "usb:VID:PID[:SERIAL]" or "auto" (the only U2D2).
+	Port            string   `toml:"port"`
+	Baud            int      `toml:"baud"`
+	IDs             []int    `toml:"ids"`
+	Mode            string   `toml:"mode"`
+	ProfileVelocity *int     `toml:"profile_velocity"`
+	FastSyncRead    *bool    `toml:"fast_sync_read"`
+	LatencyTimer    Duration `toml:"latency_timer"`
+	// Min and Max bound each command (rad); the link clamps to them.
+	Min []float64 `toml:"min"`
+	Max []float64 `toml:"max"`
+	// Y0 and J are the virtual lab's kinematics (simulated servos and
+	// camera only): marker = y0 + j·sin(q), mm.
+	Y0     []float64   `toml:"y0"`
+	J      []float64   `toml:"j"`
+	Camera CameraTable `toml:"camera"`
+}
+
+// CameraTable is [link.plant.camera]: where the markers come from. Kind
+// "none" takes them from the virtual lab's linear model (simulated servos)
+// or zeros; "sim" is the virtual lab's camera rendering the simulated robot
+// for the real tracker; "realsense" is a RealSense camera.
+type CameraTable struct {
+	Kind string `toml:"kind"`
+	// Side and Sort are emioapi's marker frame (top, front, plan) and
+	// order (y, z).
+	Side string `toml:"side"`
+	Sort string `toml:"sort"`
+	// Serial selects a RealSense camera; "" = the first one.
+	Serial string `toml:"serial"`
+	// Playback plays a RealSense .bag recording in a loop instead of a
+	// camera: a recorded session replayed offline.
+	Playback string `toml:"playback"`
+	Width    int    `toml:"width"`
+	Height   int    `toml:"height"`
+	FPS      int    `toml:"fps"`
+	// DepthMin and DepthMax are the depth range in mm; emioapi's bridge
+	// uses 0 and 1000.
+	DepthMin *int `toml:"depth_min"`
+	DepthMax *int `toml:"depth_max"`
+	// Params and Calibration are emioapi's cameraparameter.json and
+	// camera_2d_points.csv; "" = ~/.config/emioapi/<file> when present, else
+	// emioapi's defaults (sim: the virtual camera's own calibration).
+	Params      string `toml:"params"`
+	Calibration string `toml:"calibration"`
+	// SaveFrames is a directory where every SaveEvery-th frame is saved as
+	// PNG, for `bridge track`; "" = off.
+	SaveFrames string `toml:"save_frames"`
+	SaveEvery  int    `toml:"save_every"`
+}
+
+// Kind implements Plant.
+func (p *EmioPlant) Kind() string { return "emio" }
+
+func (p *EmioPlant) defaults(l *Link) {
+	if p.KindName == "" {
+		p.KindName = "emio"
+	}
+	if p.NbMarkers == nil {
+		p.NbMarkers = new(1)
+	}
+	if p.Port == "" {
+		p.Port = "auto"
+	}
+	if p.Baud == 0 {
+		p.Baud = 1000000
+	}
+	if p.IDs == nil {
+		p.IDs = []int{0, 1, 2, 3}
+	}
+	if p.Mode == "" {
+		p.Mode = "position"
+	}
+	if p.ProfileVelocity == nil {
+		p.ProfileVelocity = new(1000)
+	}
+	if p.FastSyncRead == nil {
+		p.FastSyncRead = new(true)
+	}
+	if p.Min == nil {
+		p.Min = repeat(-math.Pi/2, len(p.IDs))
+	}
+	if p.Max == nil {
+		p.Max = repeat(math.Pi/2, len(p.IDs))
+	}
+	c := &p.Camera
+	if c.Kind == "" {
+		c.Kind = "none"
+	}
+	if c.Side == "" {
+		c.Side = "plan"
+	}
+	if c.Sort == "" {
+		c.Sort = "y"
+	}
+	if c.Width == 0 && c.Height == 0 {
+		c.Width, c.Height = 640, 480
+	}
+	if c.FPS == 0 {
+		c.FPS = int(math.Round(l.RateHz))
+	}
+	if c.DepthMin == nil {
+		c.DepthMin = new(0)
+	}
+	if c.DepthMax == nil {
+		c.DepthMax = new(1000)
+	}
+	if c.SaveEvery == 0 {
+		c.SaveEvery = 30
+	}
+}
+
+func (p *EmioPlant) validate(l *Link, v *validator) {
+	switch p.Baud {
+	case 9600, 57600, 115200, 1000000, 2000000, 3000000, 4000000, 4500000:
+	default:
+		v.bad("plant.baud", p.Baud, "9600, 57600, 115200, 1000000, 2000000, 3000000, 4000000 or 4500000")
+	}
+	if len(p.IDs) < 1 || len(p.IDs) > 16 {
+		v.bad("plant.ids", p.IDs, "1 to 16 servo IDs (the Emio: [0, 1, 2, 3])")
+		return
+	}
+	seen := map[int]bool{}
+	for _, id := range p.IDs {
+		if id < 0 || id > int(dynamixel.MaxID) || seen[id] {
+			v.bad("plant.ids", p.IDs, fmt.Sprintf("distinct IDs in 0..%d", dynamixel.MaxID))
+			return
+		}
+		seen[id] = true
+	}
+	if p.Mode != "position" && p.Mode != "extended" {
+		v.bad("plant.mode", quote(p.Mode), "position or extended")
+	}
+	if x := *p.ProfileVelocity; x < 0 || x > 32767 {
+		v.bad("plant.profile_velocity", x, "0..32767 (× 0.229 rpm; 0 = unlimited)")
+	}
+	if d := p.LatencyTimer.Duration; d < 0 || d > 255*time.Millisecond {
+		v.bad("plant.latency_timer", d, "0..255ms (0 = read it from the adapter, else 16ms)")
+	}
+	validateLimits(v, p.Min, p.Max, len(p.IDs))
+	c := &p.Camera
+	nm := *p.NbMarkers
+	switch {
+	case nm < 0 || nm > 16:
+		v.bad("plant.nb_markers", nm, "0..16 (the shipped models use 1 or 2)")
+		return
+	case nm < 1 && c.Kind != "none":
+		v.bad("plant.nb_markers", nm, "1..16 with a camera")
+		return
+	}
+	validateMarkerModel(v, p.Y0, p.J, nm, len(p.IDs))
+	switch c.Kind {
+	case "none", "sim", "realsense":
+	default:
+		v.bad("plant.camera.kind", quote(c.Kind), "none, sim or realsense")
+		return
+	}
+	if !slices.Contains([]string{"top", "front", "plan"}, c.Side) {
+		v.bad("plant.camera.side", quote(c.Side), "top, front or plan")
+	}
+	if c.Sort != "y" && c.Sort != "z" {
+		v.bad("plant.camera.sort", quote(c.Sort), "y or z")
+	}
+	if c.Kind != "realsense" && c.Serial != "" {
+		v.bad("plant.camera.serial", quote(c.Serial), `kind = "realsense" for a serial`)
+	}
+	if c.Kind != "realsense" && c.Playback != "" {
+		v.bad("plant.camera.playback", quote(c.Playback), `kind = "realsense" for a recording`)
+	}
+	if c.Kind == "none" {
+		return
+	}
+	if !(c.Width == 640 && c.Height == 480) && !(c.Width == 848 && c.Height == 480) {
+		v.bad("plant.camera.width/height", fmt.Sprintf("%dx%d", c.Width, c.Height), "640x480 or 848x480")
+	}
+	if c.FPS != 30 && c.FPS != 60 && c.FPS != 90 {
+		v.bad("plant.camera.fps", c.FPS, "30, 60 or 90 (the D4xx colour modes)")
+	}
+	if l.Clock == "camera" && math.Abs(l.RateHz-float64(c.FPS)) > 0.5 {
+		v.bad("rate_hz", l.RateHz, fmt.Sprintf("the camera fps (%d) with clock = \"camera\"", c.FPS))
+	}
+	if lo, hi := *c.DepthMin, *c.DepthMax; lo < 0 || hi > 65535 || lo > hi {
+		v.bad("plant.camera.depth_min/depth_max", fmt.Sprint(lo, " ", hi), "0 ≤ min ≤ max ≤ 65535 (mm)")
+	}
+	if c.SaveEvery < 1 {
+		v.bad("plant.camera.save_every", c.SaveEvery, "≥ 1 frame")
+	}
+	if c.Kind == "sim" && (p.Y0 == nil || p.J == nil) {
+		v.bad("plant.camera.kind", quote(c.Kind), "y0 and j in [link.plant] (the virtual lab's kinematics the virtual camera renders)")
+	}
+}
+
+// Layout implements Plant: emio.Layout.
+func (p *EmioPlant) Layout() plant.Layout { return emio.Layout(*p.NbMarkers, len(p.IDs)) }
+
+// Limits implements Plant.
+func (p *EmioPlant) Limits() []bridge.Limit { return limits(p.Min, p.Max) }
+
+// Clocks implements Plant: with a camera, the loop may tick on its frames.
+func (p *EmioPlant) Clocks() []string {
+	if p.Camera.Kind == "none" {
+		return nil
+	}
+	return []string{"camera"}
+}
+
+// Simulated implements Plant.
+func (p *EmioPlant) Simulated() bool { return p.Port == "sim" && p.Camera.Kind != "realsense" }
+
+// Summary implements Plant.
+func (p *EmioPlant) Summary() string {
+	c := p.Camera
+	s := fmt.Sprintf("emio plant: servos %v on %s at %d baud (%s mode), %d marker(s), camera %s", p.IDs, p.Port, p.Baud, p.Mode, *p.NbMarkers, c.Kind)
+	if c.Kind != "none" {
+		s += fmt.Sprintf(" %dx%d at %d fps (side %s, sort %s)", c.Width, c.Height, c.FPS, c.Side, c.Sort)
+	}
+	return s
+}
+
+func (p *EmioPlant) build(b *builder) (*parts, error) {
+	ps := &parts{}
+	ids := make([]byte, len(p.IDs))
+	for i, id := range p.IDs {
+		ids[i] = byte(id)
+	}
+	mode := dynamixel.ModePosition
+	if p.Mode == "extended" {
+		mode = dynamixel.ModeExtendedPosition
+	}
+	log := b.env.Logger.With("link", b.link.Name)
+	cfg := emio.Config{
+		IDs: ids, Mode: mode, ProfileVelocity: int64(*p.ProfileVelocity), Markers: *p.NbMarkers, Fast: *p.FastSyncRead,
+		Logger: log,
+	}
+	latency, margin := p.LatencyTimer.Duration, 3*time.Millisecond
+	var servos *dxlsim.Bus
+	if p.Port == "sim" {
+		var err error
+		if servos, err = p.simulatedServos(b, ids, &cfg); err != nil {
+			return nil, err
+		}
+		if latency == 0 {
+			latency = time.Millisecond // a U2D2 set up as deploy/ advises
+		}
+		// Simulated servos are a goroutine, not hardware: on a loaded
+		// machine they can answer late; a late reply must not read as a
+		// dead servo.
+		margin = 20 * time.Millisecond
+	} else {
+		cfg.Port = p.Port
+	}
+	cfg.Bus = dynamixel.BusConfig{Baud: p.Baud, LatencyTimer: latency, ReturnDelay: 500 * time.Microsecond, Margin: margin}
+	if p.Camera.Kind != "none" {
+		cam, err := p.camera(b, ps, servos, ids)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Source = cam // the camera measures the markers
+	}
+	m, err := emio.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ps.plant = m
+	ps.closers = append(ps.closers, m.Close)
+	ps.deps = append(ps.deps, bridge.Part{Name: "servo alerts", Service: &emio.AlertReporter{Motors: m, Logger: log}})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ps.openErr = m.Open(ctx)
+	return ps, nil
+}
+
+// simulatedServos serves the Emio's servos on a pseudo-terminal for the
+// life of the built link, and points the plant at it.
+func (p *EmioPlant) simulatedServos(b *builder, ids []byte, cfg *emio.Config) (*dxlsim.Bus, error) {
+	bc := dxlsim.DefaultBusConfig()
+	bc.IDs = ids
+	// The wire's byte time and a U2D2 with its latency timer at 1 ms.
+	bc.Timing = dxlsim.Timing{Baud: p.Baud, Latency: time.Millisecond}
+	bus, err := dxlsim.NewBus(bc)
+	if err != nil {
+		return nil, err
+	}
+	pt, err := dxlsim.NewPTY(bus, "")
+	if err != nil {
+		return nil, err
+	}
+	b.world("simulated servos", pt.Serve)
+	cfg.Open = func() (dynamixel.Port, error) { return dynamixel.OpenSerial(pt.Path(), p.Baud) }
+	if p.Camera.Kind == "none" && p.Y0 != nil && p.J != nil && *p.NbMarkers > 0 {
+		lm, err := sim.NewLinearMarkers(p.Y0, p.J, len(ids))
+		if err != nil {
+			return nil, err
+		}
+		cfg.Source = lm
+	}
+	b.sim = bus
+	return bus, nil
+}
+
+// camera builds the link's camera goroutine and what it needs.
+func (p *EmioPlant) camera(b *builder, ps *parts, servos *dxlsim.Bus, ids []byte) (*camera.Camera, error) {
+	c := &p.Camera
+	side, err := tracker.ParseSide(c.Side)
+	if err != nil {
+		return nil, err
+	}
+	sortBy, err := tracker.ParseSort(c.Sort)
+	if err != nil {
+		return nil, err
+	}
+	clock := b.env.Clock
+	var src camera.Source
+	var files tracker.LabFiles
+	var lab *sim.LabCamera
+	switch c.Kind {
+	case "sim":
+		kin, err := sim.NewKinematics(p.Y0, p.J, len(ids))
+		if err != nil {
+			return nil, err
+		}
+		lc := sim.LabCameraConfig{Width: c.Width, Height: c.Height, FPS: c.FPS, Kinematics: kin, Clock: clock}
+		if servos != nil {
+			lc.Angles = func(q []float64) { servos.PresentAngles(ids, q) }
+		}
+		if lab, err = sim.NewLabCamera(lc); err != nil {
+			return nil, err
+		}
+		src = lab
+		// The virtual lab brings its own calibration unless files are named.
+		if files, err = tracker.LoadLabFiles(c.Params, c.Calibration, ""); err != nil {
+			return nil, err
+		}
+		if c.Calibration == "" {
+			cal, err := lab.Calibration()
+			if err != nil {
+				return nil, err
+			}
+			files.Calibration, files.CalibrationFrom = &cal, "the virtual camera's"
+		}
+	case "realsense":
+		rc := realsense.Config{Serial: c.Serial, Width: c.Width, Height: c.Height, FPS: c.FPS, Color: true, Depth: true, Timeout: time.Second}
+		if c.Playback != "" {
+			// The recording dictates the mode.
+			rc = realsense.Config{PlaybackFile: c.Playback, Loop: true, Color: true, Depth: true, Timeout: time.Second}
+		}
+		rs := camera.NewRealSense(rc, c.FPS, clock)
+		ps.closers = append(ps.closers, rs.Unload)
+		src = rs
+		if files, err = tracker.LoadLabFiles(c.Params, c.Calibration, tracker.EmioapiDir(b.env.Home)); err != nil {
+			return nil, err
+		}
+	}
+	ccfg := camera.Config{
+		Name: b.link.Name, Source: src, NbMarkers: *p.NbMarkers, Clock: clock,
+		Tracker: camera.TrackerFor(camera.TrackerSettings{
+			Files: files, Side: side, Sort: sortBy, NbMarkers: *p.NbMarkers,
+			DepthMin: uint16(*c.DepthMin), DepthMax: uint16(*c.DepthMax),
+		}),
+		Logger: b.env.Logger.With("link", b.link.Name),
+	}
+	if b.env.Metrics != nil {
+		if ccfg.Observer, err = b.env.Metrics.Camera(b.link.Name, time.Second/time.Duration(c.FPS)); err != nil {
+			return nil, err
+		}
+	}
+	if b.link.Clock == "camera" {
+		ev, err := realtime.NewEvent(clock)
+		if err != nil {
+			return nil, err
+		}
+		ps.closers = append(ps.closers, ev.Close)
+		ccfg.Signal, ps.trigger = ev, ev
+	}
+	if c.SaveFrames != "" {
+		if err := os.MkdirAll(c.SaveFrames, 0o755); err != nil {
+			return nil, fmt.Errorf("config: %splant.camera.save_frames: %w", b.key, err)
+		}
+		sv, err := camera.NewSaver(c.SaveFrames, c.SaveEvery, c.Width, c.Height, b.env.Logger)
+		if err != nil {
+			return nil, err
+		}
+		ccfg.OnFrame = sv.Offer
+		ps.deps = append(ps.deps, bridge.Part{Name: "frame saver", Service: sv})
+		if lab != nil && c.Calibration == "" {
+			// `bridge track` needs the virtual camera's calibration to
+			// reproduce the positions: save it beside the frames.
+			if err := writeFile(filepath.Join(c.SaveFrames, "camera_2d_points.csv"), lab.CalibrationCSV); err != nil {
+				return nil, err
+			}
+		}
+	}
+	cam, err := camera.New(ccfg)
+	if err != nil {
+		return nil, err
+	}
+	ps.deps = append(ps.deps, bridge.Part{Name: "camera", Service: cam})
+	b.env.Logger.Info("camera", "link", b.link.Name, "kind", c.Kind, "side", c.Side, "sort", c.Sort, "clock", b.link.Clock,
+		"params", files.ParamsFrom, "calibration", files.CalibrationFrom)
+	return cam, nil
+}

@@ -1,0 +1,309 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/labbridge/bridge/bridge"
+	"github.com/labbridge/bridge/plant"
+)
+
+// Plant is the [link.plant] table of one kind: its keys, decoded into the
+// kind's own struct, and what the kind knows to do with them. The methods in
+// lower case are the kind's contract with this package (kind_*.go).
+type Plant interface {
+	// Kind is the kind's name, the value of plant.kind.
+	Kind() string
+	// Layout is the shape of the plant's vectors, valid after validation.
+	Layout() plant.Layout
+	// Limits are the allowed range of each command element.
+	Limits() []bridge.Limit
+	// Clocks names the clocks, besides "timer", that this plant can pace
+	// its link with.
+	Clocks() []string
+	// Simulated reports whether every device of the plant is simulated.
+	Simulated() bool
+	// Summary is one line for `bridge check`.
+	Summary() string
+
+	// defaults fills what the file left out; l is the plant's link.
+	defaults(l *Link)
+	// validate reports every bad value with v.bad, keys relative to the
+	// link ("plant.baud").
+	validate(l *Link, v *validator)
+	// build makes the plant and what it needs (build.go).
+	build(b *builder) (*parts, error)
+}
+
+// kind is one entry of the kinds table.
+type kind struct {
+	name string
+	doc  string       // what the kind drives, for messages
+	new  func() Plant // a table with nothing set, to decode into
+}
+
+// kinds lists every plant kind this build knows: adding a kind is a file
+// with its table and this one line.
+var kinds = [...]kind{
+	{"sim", "in-memory motors with a linear marker model, no device at all", func() Plant { return &SimPlant{} }},
+	{"emio", "the Emio: its Dynamixel servos and its marker camera, real or simulated", func() Plant { return &EmioPlant{} }},
+}
+
+// defaultKind is the kind of a link without a [link.plant] table.
+const defaultKind = "sim"
+
+// renamedKinds are kind names of earlier layouts and what they became.
+var renamedKinds = map[string]string{"dynamixel": "emio"}
+
+func findKind(name string) (kind, bool) {
+	for _, k := range kinds {
+		if k.name == name {
+			return k, true
+		}
+	}
+	return kind{}, false
+}
+
+func kindNames() string {
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = quote(k.name)
+	}
+	return strings.Join(names, " or ")
+}
+
+// Kinds lists the plant kinds this build knows, with what each drives.
+func Kinds() [][2]string {
+	out := make([][2]string, len(kinds))
+	for i, k := range kinds {
+		out[i] = [2]string{k.name, k.doc}
+	}
+	return out
+}
+
+// decodePlant decodes one link's [link.plant] table into its kind's struct.
+// Its keys are checked here, against the kind's, so that a key of another
+// kind says which kind it belongs to; the TOML library's own list of
+// undecoded keys cannot tell one link from another.
+func decodePlant(md toml.MetaData, raw toml.Primitive, link string) (Plant, []error) {
+	bad := func(format string, args ...any) []error {
+		return []error{fmt.Errorf("%w: %s.plant%s", ErrConfig, link, fmt.Sprintf(format, args...))}
+	}
+	var keys map[string]any
+	if err := md.PrimitiveDecode(raw, &keys); err != nil {
+		return &SimPlant{}, bad(": %v", err)
+	}
+	name := defaultKind
+	if v, ok := keys["kind"]; ok {
+		s, isString := v.(string)
+		if !isString {
+			return &SimPlant{}, bad(".kind = %v: want a string, %s", v, kindNames())
+		}
+		name = s
+	}
+	k, ok := findKind(name)
+	if !ok {
+		if to, renamed := renamedKinds[name]; renamed {
+			return &SimPlant{}, bad(".kind = %q: this kind is now called %q; rename it (bridge.toml shows the layout)", name, to)
+		}
+		return &SimPlant{}, bad(".kind = %q: want %s", name, kindNames())
+	}
+	p := k.new()
+	if err := md.PrimitiveDecode(raw, p); err != nil {
+		return p, bad(": %v", decodeError(err))
+	}
+	var errs []error
+	for _, key := range unknownKeys(keys, reflect.TypeOf(p), "") {
+		errs = append(errs, fmt.Errorf("%w: %s.plant.%s: %s", ErrConfig, link, key, unknownPlantKey(name, key, p)))
+	}
+	return p, errs
+}
+
+// unknownPlantKey explains a key that kind does not have.
+func unknownPlantKey(name, key string, p Plant) string {
+	if hint, ok := movedPlantKeys[name+"."+key]; ok {
+		return hint
+	}
+	var owners []string
+	for _, k := range kinds {
+		if k.name != name && slices.Contains(tomlKeys(reflect.TypeOf(k.new()), ""), key) {
+			owners = append(owners, quote(k.name))
+		}
+	}
+	if len(owners) > 0 {
+		return fmt.Sprintf("not a key of plant kind %q; it belongs to kind %s", name, strings.Join(owners, " and "))
+	}
+	own := tomlKeys(reflect.TypeOf(p), "")
+	msg := fmt.Sprintf("unknown key of plant kind %q", name)
+	if near := closest(key, own); near != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", near)
+	}
+	return msg + "; its keys: " + strings.Join(own, ", ")
+}
+
+// movedPlantKeys are keys of earlier layouts that a kind no longer has,
+// with what to write instead.
+var movedPlantKeys = map[string]string{
+	"emio.motors": "the Emio has one motor per servo ID: remove motors, the count is len(ids)",
+}
+
+// movedKeys are keys outside [link.plant] of earlier layouts, with where
+// they went.
+var movedKeys = []struct{ prefix, hint string }{
+	{"link.side", "moved: write it as side in [link.plant.camera] (the marker frame belongs to the Emio's camera)"},
+	{"link.sort", "moved: write it as sort in [link.plant.camera]"},
+	{"link.camera.", "moved: the camera is the Emio's; rename the table [link.camera] to [link.plant.camera]"},
+	{"link.udp.nb_markers", "moved: write it as nb_markers in [link.plant] (the plant says how long its measurement is)"},
+}
+
+// undecodedErrors turns the keys the decoder did not use into errors.
+func undecodedErrors(keys []toml.Key) []error {
+	names := make([]string, 0, len(keys))
+	for _, k := range keys {
+		if len(k) >= 2 && k[0] == "link" && k[1] == "plant" {
+			continue // checked per link by decodePlant
+		}
+		names = append(names, k.String())
+	}
+	sort.Strings(names)
+	var errs []error
+	seenTable := map[string]bool{}
+	for _, n := range names {
+		msg := "unknown key"
+		for _, m := range movedKeys {
+			if n == strings.TrimSuffix(m.prefix, ".") || strings.HasSuffix(m.prefix, ".") && strings.HasPrefix(n, m.prefix) {
+				msg = m.hint
+				break
+			}
+		}
+		// One error for a whole moved table, not one per key.
+		if n == "link.camera" || strings.HasPrefix(n, "link.camera.") {
+			if seenTable["link.camera"] {
+				continue
+			}
+			seenTable["link.camera"] = true
+			n = "link.camera"
+		}
+		errs = append(errs, fmt.Errorf("%w: %s %s", ErrConfig, n, msg))
+	}
+	return errs
+}
+
+// unknownKeys lists the keys of m (a decoded TOML table) that the struct
+// type t does not have, as dotted paths, descending into sub-tables.
+func unknownKeys(m map[string]any, t reflect.Type, prefix string) []string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	var out []string
+	for _, k := range sortedKeys(m) {
+		f, ok := fieldByTag(t, k)
+		if !ok {
+			out = append(out, prefix+k)
+			continue
+		}
+		if sub, isTable := m[k].(map[string]any); isTable && isStructTable(f.Type) {
+			out = append(out, unknownKeys(sub, f.Type, prefix+k+".")...)
+		}
+	}
+	return out
+}
+
+// tomlKeys lists the dotted keys of a struct type, sub-tables included.
+func tomlKeys(t reflect.Type, prefix string) []string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	var out []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name := tagName(f)
+		if name == "" {
+			continue
+		}
+		out = append(out, prefix+name)
+		if isStructTable(f.Type) {
+			out = append(out, tomlKeys(f.Type, prefix+name+".")...)
+		}
+	}
+	return out
+}
+
+func fieldByTag(t reflect.Type, key string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		if f := t.Field(i); tagName(f) == key {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+func tagName(f reflect.StructField) string {
+	if !f.IsExported() {
+		return ""
+	}
+	name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+	if name == "-" || name == "" {
+		return ""
+	}
+	return name
+}
+
+// isStructTable reports whether a field is a TOML table of its own (a
+// struct that does not decode itself from a value, as Duration does).
+func isStructTable(t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return false
+	}
+	_, textual := reflect.New(t).Interface().(interface{ UnmarshalText([]byte) error })
+	return !textual
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// closest returns the key of keys nearest to s, if it is at most two edits
+// away (a typo), else "".
+func closest(s string, keys []string) string {
+	best, bestD := "", 3
+	for _, k := range keys {
+		if d := editDistance(s, k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

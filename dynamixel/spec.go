@@ -1,0 +1,95 @@
+package dynamixel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Servo IDs and baud rates as a person writes them on a command line.
+
+// ParseIDs reads servo IDs written as a range "lo-hi" or a comma-separated
+// list "a,b,c", each in 0..252.
+func ParseIDs(s string) ([]byte, error) {
+	bad := fmt.Errorf("%w: IDs %q: want lo-hi or a comma-separated list of 0..%d", ErrRange, s, MaxID)
+	if lo, hi, ok := strings.Cut(s, "-"); ok {
+		l, err1 := strconv.Atoi(strings.TrimSpace(lo))
+		h, err2 := strconv.Atoi(strings.TrimSpace(hi))
+		if err1 != nil || err2 != nil || l < 0 || h > int(MaxID) || l > h {
+			return nil, bad
+		}
+		ids := make([]byte, 0, h-l+1)
+		for i := l; i <= h; i++ {
+			ids = append(ids, byte(i))
+		}
+		return ids, nil
+	}
+	var ids []byte
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 0 || v > int(MaxID) {
+			return nil, bad
+		}
+		ids = append(ids, byte(v))
+	}
+	return ids, nil
+}
+
+// ParseBauds reads baud rates written as a comma-separated list, or "all":
+// every rate an X-series servo can be set to, the usual ones first.
+func ParseBauds(s string) ([]int, error) {
+	if s == "all" {
+		return []int{1000000, 57600, 115200, 2000000, 3000000, 4000000, 4500000, 9600}, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("%w: baud %q: want a number or \"all\"", ErrBaud, f)
+		}
+		if _, err := BaudCode(v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// ModelName is a model number's name, for people.
+func ModelName(model uint16) string {
+	if model == ModelXM430W210 {
+		return "XM430-W210"
+	}
+	return "unknown model"
+}
+
+// Found is a servo that answered a scan's ping.
+type Found struct {
+	ID       byte
+	Model    uint16
+	Firmware byte
+	// Err is the servo's hardware alert, or an error other than silence
+	// (a corrupt reply): a servo is there, not well.
+	Err error
+}
+
+// Scan pings each of ids on bus, calling found for every servo that answers
+// (silence is skipped) and progress after each ID with how many were done.
+// It stops early when ctx is done.
+func Scan(ctx context.Context, bus *Bus, ids []byte, found func(Found), progress func(done int)) error {
+	for i, id := range ids {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		model, fw, err := bus.Ping(id)
+		if !errors.Is(err, ErrTimeout) {
+			found(Found{ID: id, Model: model, Firmware: fw, Err: err})
+		}
+		if progress != nil {
+			progress(i + 1)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,71 @@
+package tracker
+
+import (
+	"context"
+	"runtime"
+	"slices"
+	"time"
+)
+
+// BenchRow is the tracker's time per frame on one benchmark scene, measured
+// on the machine it runs on, one goroutine (`bridge bench tracker`).
+type BenchRow struct {
+	Scene    string  `json:"scene"`
+	Contours int     `json:"contours"`
+	Markers  int     `json:"markers"`
+	MedianMs float64 `json:"median_ms"`
+	P99Ms    float64 `json:"p99_ms"`
+	MaxMs    float64 `json:"max_ms"`
+	// GoalMs is docs/realsense.md §11's: 1.5 ms on a realistic scene, 5 ms
+	// on the stress scene.
+	GoalMs float64 `json:"goal_ms"`
+	Allocs float64 `json:"allocs_per_frame"`
+}
+
+// Bench times frames frames of each scene of docs/realsense.md §10 after
+// 10 untimed ones; now reads a monotonic clock in ns.
+func Bench(ctx context.Context, frames int, now func() int64) ([]BenchRow, error) {
+	tr, err := New(BenchConfig())
+	if err != nil {
+		return nil, err
+	}
+	var rows []BenchRow
+	for _, name := range BenchScenes() {
+		bgr, depth, err := BenchScene(name)
+		if err != nil {
+			return nil, err
+		}
+		var r Result
+		for range 10 {
+			if r, err = tr.Process(bgr, depth); err != nil {
+				return nil, err
+			}
+		}
+		ns := make([]int64, frames)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for i := range ns {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			t0 := now()
+			if _, err := tr.Process(bgr, depth); err != nil {
+				return nil, err
+			}
+			ns[i] = now() - t0
+		}
+		runtime.ReadMemStats(&after)
+		slices.Sort(ns)
+		ms := func(q float64) float64 {
+			return float64(ns[min(len(ns)-1, int(q*float64(len(ns))))]) / float64(time.Millisecond)
+		}
+		goal := 1.5
+		if name == "stress" {
+			goal = 5
+		}
+		rows = append(rows, BenchRow{Scene: name, Contours: r.Contours, Markers: len(r.Markers),
+			MedianMs: ms(0.5), P99Ms: ms(0.99), MaxMs: float64(ns[len(ns)-1]) / float64(time.Millisecond), GoalMs: goal,
+			Allocs: float64(after.Mallocs-before.Mallocs) / float64(len(ns))})
+	}
+	return rows, nil
+}

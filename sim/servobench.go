@@ -1,0 +1,81 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/labbridge/bridge/dynamixel"
+	"github.com/labbridge/bridge/dynamixel/dxlsim"
+	"github.com/labbridge/bridge/emio"
+)
+
+// ServoBenchRow is the Emio's servo cycle at one baud rate (`bridge bench
+// servos`): one read of the four present positions and one sync write of
+// the goals, through the real serial path on a pseudo-terminal, against the
+// bytes' wire time (docs/dynamixel.md §10).
+type ServoBenchRow struct {
+	Baud     int     `json:"baud"`
+	Bytes    int     `json:"bytes_per_cycle"`
+	WireUs   float64 `json:"wire_us"`
+	MedianUs float64 `json:"median_cycle_us"`
+	P99Us    float64 `json:"p99_cycle_us"`
+	Ratio    float64 `json:"ratio"`
+}
+
+// BenchServos runs cycles cycles of the Emio plant on four simulated
+// XM430-W210 with the byte time of baud modelled, with Fast Sync Read or
+// Sync Read.
+func BenchServos(ctx context.Context, baud, cycles int, fast bool) (ServoBenchRow, error) {
+	if cycles < 10 {
+		return ServoBenchRow{}, fmt.Errorf("%w: %d servo bench cycles, want at least 10", ErrConfig, cycles)
+	}
+	bc := dxlsim.DefaultBusConfig()
+	bc.Timing = dxlsim.Timing{Baud: baud}
+	sb, err := dxlsim.NewBus(bc)
+	if err != nil {
+		return ServoBenchRow{}, err
+	}
+	pt, err := dxlsim.NewPTY(sb, "")
+	if err != nil {
+		return ServoBenchRow{}, err
+	}
+	sctx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- pt.Serve(sctx) }()
+	defer func() { stop(); <-served }()
+	m, err := emio.New(emio.Config{IDs: []byte{0, 1, 2, 3}, Mode: dynamixel.ModePosition, ProfileVelocity: 1000, Fast: fast,
+		Bus:  dynamixel.BusConfig{Baud: baud, Margin: 5 * time.Millisecond},
+		Open: func() (dynamixel.Port, error) { return dynamixel.OpenSerial(pt.Path(), baud) }})
+	if err != nil {
+		return ServoBenchRow{}, err
+	}
+	if err := m.Open(ctx); err != nil {
+		return ServoBenchRow{}, err
+	}
+	defer m.Close()
+	y, u := make([]float64, m.MeasureLen()), make([]float64, m.CommandLen())
+	times := make([]time.Duration, 0, cycles)
+	for i := 0; i < cycles && ctx.Err() == nil; i++ {
+		t0 := time.Now()
+		if err := errors.Join(m.Measure(y), m.Command(u)); err != nil {
+			return ServoBenchRow{}, err
+		}
+		times = append(times, time.Since(t0))
+	}
+	if len(times) == 0 {
+		return ServoBenchRow{}, ctx.Err()
+	}
+	slices.Sort(times)
+	bytes := 112 // Sync Read request 18 + 4 replies of 15 + Sync Write 34
+	if fast {
+		bytes = 92 // Fast Sync Read: one 40-byte reply
+	}
+	wire := time.Duration(bytes) * time.Duration(int64(time.Second)*10/int64(baud))
+	med := times[len(times)/2]
+	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+	return ServoBenchRow{Baud: baud, Bytes: bytes, WireUs: us(wire), MedianUs: us(med),
+		P99Us: us(times[len(times)*99/100]), Ratio: float64(med) / float64(wire)}, nil
+}
