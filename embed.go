@@ -1,5 +1,5 @@
 // Package defaultconfig holds bridge.toml, the embedded default configuration
-// (design.md "Configuration"), so that `bridge sim` runs from a fresh clone
+// (docs/architecture.md "Configuration"), so that `bridge sim` runs from a fresh clone
 // with no file at all.
 package defaultconfig
 

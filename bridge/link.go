@@ -31,11 +31,16 @@ type Exchanger interface {
 	Synced() bool
 }
 
-// CommandObserver counts commands the link refused or changed before they
-// reached the plant. Called on the loop thread; must not allocate.
+// CommandObserver counts what the link did not pass on as it came: commands
+// refused or clamped before they reached the plant, and measurements sent
+// again because the plant could not be read. Called on the loop thread;
+// must not allocate.
 type CommandObserver interface {
 	RejectedNonFinite()
 	Clamped()
+	// StaleMeasurement: the tick sent the last measurement again, the
+	// device being down (the datagram format cannot say so to Simulink).
+	StaleMeasurement()
 }
 
 // ApplyMode is when a received command reaches the plant.
@@ -85,7 +90,7 @@ type LinkConfig struct {
 }
 
 // Link joins a loop, a Simulink exchanger and a plant: one tick measures,
-// applies the previous tick's command and exchanges (design.md "One tick",
+// applies the previous tick's command and exchanges (docs/architecture.md "One tick",
 // in emioapi's exact order).
 type Link struct {
 	cfg     LinkConfig
@@ -115,6 +120,7 @@ type Link struct {
 	pubState   atomic.Uint32
 	applied    atomic.Uint64
 	measured   atomic.Uint64
+	stale      atomic.Uint64
 	loop       atomic.Pointer[Loop]
 	cmdShadow  []atomic.Uint64 // the last good command, CommandLen values
 	measShadow []atomic.Uint64 // the last measurement, MeasureLen values
@@ -183,6 +189,7 @@ type nopCommandObserver struct{}
 
 func (nopCommandObserver) RejectedNonFinite() {}
 func (nopCommandObserver) Clamped()           {}
+func (nopCommandObserver) StaleMeasurement()  {}
 
 // Name returns the link's name.
 func (l *Link) Name() string { return l.cfg.Name }
@@ -202,6 +209,10 @@ func (l *Link) Lost() uint64 { return l.lost.Load() }
 
 // State returns the current state; safe from any goroutine.
 func (l *Link) State() State { return State(l.pubState.Load()) }
+
+// Stale returns how many ticks sent the last measurement again because the
+// device was down.
+func (l *Link) Stale() uint64 { return l.stale.Load() }
 
 // Applied returns how many commands reached the plant.
 func (l *Link) Applied() uint64 { return l.applied.Load() }
@@ -338,7 +349,12 @@ func (l *Link) Tick(ti *TickInfo) {
 		return
 	}
 	// While degraded the last measurement is sent again: Simulink keeps its
-	// step and the handshake state survives a device restart.
+	// step and the handshake state survives a device restart. It is counted
+	// as stale, since nothing in the datagram can say so.
+	if !up && l.ex.Synced() {
+		l.stale.Add(1)
+		l.cmdObs.StaleMeasurement()
+	}
 	s := l.ex.Exchange(l.meas, l.rx, ti.Next-l.margin)
 	if s.Success() && l.accept() && up && l.cfg.Apply == ApplyImmediate {
 		up = l.apply()

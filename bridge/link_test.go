@@ -297,10 +297,11 @@ func (f *fakeExchanger) Exchange(_, command []float64, _ int64) simulink.Status 
 }
 func (f *fakeExchanger) Synced() bool { return true }
 
-type countingObserver struct{ nonfinite, clamped int }
+type countingObserver struct{ nonfinite, clamped, stale int }
 
 func (c *countingObserver) RejectedNonFinite() { c.nonfinite++ }
 func (c *countingObserver) Clamped()           { c.clamped++ }
+func (c *countingObserver) StaleMeasurement()  { c.stale++ }
 
 // A NaN or Inf command never reaches a motor; out-of-range values are clamped.
 func TestNaNNeverApplied(t *testing.T) {
@@ -372,6 +373,8 @@ func TestDeviceUnplugDegradesAndRecovers(t *testing.T) {
 	waitFor(t, "degraded", func() bool { return r.link.State() == bridge.Degraded })
 	t0 := r.link.Ticks()
 	waitFor(t, "ticks while degraded", func() bool { return r.link.Ticks() > t0+20 })
+	// Simulink meanwhile receives the last measurement again: counted stale.
+	waitFor(t, "a stale measurement counted", func() bool { return r.link.Stale() > 0 })
 	r.plant.Plug()
 	waitFor(t, "recovered", func() bool { return r.link.State() == bridge.Running })
 	a0 := r.link.Applied()

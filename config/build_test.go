@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -58,7 +59,7 @@ func serveBuilt(t *testing.T, b *Built) *bridge.Supervisor {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -101,6 +102,25 @@ func TestBuildDefaultRuns(t *testing.T) {
 	if st := b.Status(); len(st) != 1 || !strings.HasPrefix(st[0], "frame ") {
 		t.Errorf("status %q, want the camera's", st)
 	}
+	// The loop closes: the Jacobian partner drives the tracked marker to its
+	// target y0 + r = (-5, -135, 10) mm, with sin(q) = pinv(J)·r, so
+	// q = asin(±0.25) = ±0.2527 on motors 1 and 2.
+	wantCmd, wantMarker := []float64{0, 0.2527, -0.2527, 0}, []float64{-5, -135, 10}
+	cmd, meas := make([]float64, 4), make([]float64, 7)
+	waitFor(t, "convergence", func() bool {
+		b.Link.Command(cmd)
+		b.Link.Measurement(meas)
+		return near(cmd, wantCmd, 0.02) && near(meas[:3], wantMarker, 1.5)
+	})
+}
+
+func near(got, want []float64, tol float64) bool {
+	for i := range want {
+		if math.Abs(got[i]-want[i]) > tol {
+			return false
+		}
+	}
+	return true
 }
 
 // A camera that cannot stream makes the supervisor's health fail and say

@@ -19,7 +19,7 @@ type Link struct {
 	coll *linkCollector
 
 	ticks, overruns, lateReplies, stateChanges prometheus.Counter
-	rejNonFinite, rejClamped                   prometheus.Counter
+	rejNonFinite, rejClamped, stale            prometheus.Counter
 	status                                     [simulink.NumStatus]prometheus.Counter
 	dropped                                    [simulink.NumDropReason]prometheus.Counter
 	restarts                                   *prometheus.CounterVec
@@ -69,7 +69,7 @@ func newLink(s *Set, name string, period time.Duration) (*Link, error) {
 		// Leave no half-made link behind, so the name can be tried again.
 		s.reg.Unregister(c)
 		match := prometheus.Labels{"link": name}
-		for _, v := range []*prometheus.CounterVec{s.ticks, s.overruns, s.lateReplies, s.stateChanges, s.status, s.dropped, s.rejected} {
+		for _, v := range []*prometheus.CounterVec{s.ticks, s.overruns, s.lateReplies, s.stateChanges, s.status, s.dropped, s.rejected, s.stale} {
 			v.DeletePartialMatch(match)
 		}
 		s.period.DeletePartialMatch(match)
@@ -95,6 +95,7 @@ func (l *Link) resolve(s *Set, period time.Duration) error {
 	l.stateChanges = get(s.stateChanges, l.name)
 	l.rejNonFinite = get(s.rejected, l.name, RejectNonFinite)
 	l.rejClamped = get(s.rejected, l.name, RejectClamped)
+	l.stale = get(s.stale, l.name)
 	for i := range l.status {
 		l.status[i] = get(s.status, l.name, simulink.Status(i).String())
 	}
@@ -168,6 +169,10 @@ func (l *Link) RejectedNonFinite() { l.rejNonFinite.Inc() }
 
 // Clamped counts a command clamped to the configured limits.
 func (l *Link) Clamped() { l.rejClamped.Inc() }
+
+// StaleMeasurement counts a measurement sent again because the device could
+// not be read.
+func (l *Link) StaleMeasurement() { l.stale.Inc() }
 
 // SetState sets the link state (one of LinkStates) and counts the change if it
 // is one. An unknown state returns an error wrapping ErrInvalid and changes

@@ -82,6 +82,7 @@ type Set struct {
 
 	ticks, overruns, lateReplies, stateChanges *prometheus.CounterVec
 	status, dropped, rejected, restarts        *prometheus.CounterVec
+	stale                                      *prometheus.CounterVec
 	period                                     *prometheus.GaugeVec
 
 	mu    sync.Mutex
@@ -114,6 +115,7 @@ func New(reg prometheus.Registerer, info BuildInfo) (*Set, error) {
 		dropped:      counter("link_dropped_datagrams_total", "Received datagrams discarded unused, by reason.", "link", "reason"),
 		rejected:     counter("link_rejected_commands_total", "Commands refused or clamped before they reached a motor, by reason.", "link", "reason"),
 		restarts:     counter("device_restarts_total", "Device reconnections by the supervisor.", "link", "device"),
+		stale:        counter("link_stale_measurements_total", "Measurements sent again to the partner because the device could not be read.", "link"),
 		period:       gauge("loop_period_seconds", "Configured loop period.", "link"),
 		links:        make(map[string]struct{}),
 	}
@@ -125,7 +127,7 @@ func New(reg prometheus.Registerer, info BuildInfo) (*Set, error) {
 	})
 	build.Set(1)
 	for _, c := range []prometheus.Collector{build, s.ticks, s.overruns, s.lateReplies, s.stateChanges,
-		s.status, s.dropped, s.rejected, s.restarts, s.period} {
+		s.status, s.dropped, s.rejected, s.restarts, s.stale, s.period} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrRegister, err)
 		}

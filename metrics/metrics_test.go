@@ -207,7 +207,7 @@ func TestGatheredMetrics(t *testing.T) {
 			series(t, fams, "bridge_link_rejected_commands_total", map[string]string{"link": link, "reason": r})
 		}
 		for _, n := range []string{"bridge_loop_ticks_total", "bridge_loop_overruns_total", "bridge_link_late_replies_total",
-			"bridge_link_state_changes_total", "bridge_loop_lateness_max_seconds"} {
+			"bridge_link_state_changes_total", "bridge_loop_lateness_max_seconds", "bridge_link_stale_measurements_total"} {
 			if v := value(series(t, fams, n, map[string]string{"link": link})); v != 0 {
 				t.Errorf("%s{link=%s} = %v, want 0", n, link, v)
 			}
@@ -242,6 +242,8 @@ func TestGatheredMetrics(t *testing.T) {
 	fast.Dropped(simulink.DropReason(99)) // ignored
 	fast.RejectedNonFinite()
 	fast.Clamped()
+	fast.StaleMeasurement()
+	fast.StaleMeasurement()
 	fast.DeviceRestart("dxl")
 	fast.DeviceRestart("dxl")
 	fast.DeviceRestart("bad\xff")
@@ -277,6 +279,7 @@ func TestGatheredMetrics(t *testing.T) {
 		{"bridge_link_dropped_datagrams_total", map[string]string{"link": "servo", "reason": "source"}, 1},
 		{"bridge_link_rejected_commands_total", map[string]string{"link": "servo", "reason": "nonfinite"}, 1},
 		{"bridge_link_rejected_commands_total", map[string]string{"link": "servo", "reason": "clamped"}, 1},
+		{"bridge_link_stale_measurements_total", map[string]string{"link": "servo"}, 2},
 		{"bridge_device_restarts_total", map[string]string{"link": "servo", "device": "dxl"}, 2},
 		{"bridge_device_restarts_total", map[string]string{"link": "servo", "device": "bad\uFFFD"}, 1},
 		{"bridge_link_state_changes_total", servo, 1},
@@ -379,6 +382,7 @@ func TestHotPathAllocs(t *testing.T) {
 		{"Reply", func() { n++; l.Reply(n*500, n%2 == 0) }},
 		{"Dropped", func() { l.Dropped(simulink.DropStale) }},
 		{"RejectedNonFinite", l.RejectedNonFinite},
+		{"StaleMeasurement", l.StaleMeasurement},
 		{"Clamped", l.Clamped},
 	}
 	for _, tt := range tests {

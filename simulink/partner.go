@@ -367,8 +367,11 @@ func (p *Partner) Serve(ctx context.Context) error {
 	}
 	wg.Wait()
 	s := p.Stats()
-	p.log.Info("simulink: partner stopped", "listen", p.addr, "received", s.Received, "replied", s.Replied,
-		"dropped", s.Dropped, "faulted", s.Faulted, "send_errors", s.SendErrors, "err", err)
+	attrs := []any{"listen", p.addr, "received", s.Received, "replied", s.Replied, "dropped", s.Dropped, "faulted", s.Faulted, "send_errors", s.SendErrors}
+	if err != nil {
+		attrs = append(attrs, "err", err.Error())
+	}
+	p.log.Info("simulink: partner stopped", attrs...)
 	return err
 }
 

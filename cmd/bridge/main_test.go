@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -78,50 +80,63 @@ func TestStartUDPFlags(t *testing.T) {
 	}
 }
 
-// bridge sim on the embedded default closes the loop: the Jacobian partner
-// drives the simulated markers to its target.
+// bridge sim on the embedded default runs the whole virtual lab: simulated
+// servos on a pty, frames rendered from their positions, the real tracker,
+// UDP to the built-in Jacobian partner, /metrics; it stops on its context
+// and prints each link's last status (config's TestBuildDefaultRuns checks
+// that the loop converges).
 func TestSimRuns(t *testing.T) {
 	dir := t.TempDir()
 	wd, _ := os.Getwd()
 	os.Chdir(dir) // no ./bridge.toml: the embedded default
 	defer os.Chdir(wd)
-	code, out, stderr := runCLI(t, "sim", "-duration", "4s", "-ephemeral", "-metrics", "")
-	if code != 0 {
-		t.Fatalf("sim: %d\n%s\n%s", code, out, stderr)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"sim", "-ephemeral", "-metrics", "127.0.0.1:0"}, &out, &stderr) }()
+	// Until the link runs and the camera has tracked a few frames, as
+	// /metrics tells: however loaded the machine, never a fixed time.
+	deadline := time.Now().Add(2 * time.Minute)
+	url := ""
+	for {
+		if m := regexp.MustCompile(`metrics: (http://\S+/metrics)`).FindStringSubmatch(out.String()); m != nil {
+			url = m[1]
+		}
+		if url != "" {
+			if body := httpGet(url); strings.Contains(body, `bridge_link_state{link="emio",state="running"} 1`) &&
+				regexp.MustCompile(`bridge_camera_frames_total\{link="emio"\} ([3-9]|\d\d)`).MatchString(body) {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the link never ran with camera frames\n%s\n%s", out.String(), stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	if !strings.Contains(out, "embedded bridge.toml") || !strings.Contains(out, "built-in partner, jacobian") {
-		t.Errorf("sim output:\n%s", out)
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("sim: %d\n%s\n%s", code, out.String(), stderr.String())
 	}
-	if !strings.Contains(stderr, `"to":"running"`) {
-		t.Errorf("the link never ran:\n%s", stderr)
+	o := out.String()
+	if !strings.Contains(o, "embedded bridge.toml") || !strings.Contains(o, "built-in partner, jacobian") {
+		t.Errorf("sim output:\n%s", o)
 	}
-	// The last status line carries the command and the tracked markers. The
-	// whole virtual lab ran: simulated servos on a pty, frames rendered from
-	// their positions, the real tracker ("plan" side, the virtual camera's
-	// calibration), UDP to the built-in Jacobian partner. The markers reach
-	// its target y0 + r = (-5, -135, 10) mm, with
-	// sin(q) = pinv(J)·r: q = asin(±0.25) = ±0.2527 on motors 1 and 2.
-	checkVector(t, out, `cmd \[([^\]]+)\]`, []float64{0, 0.2527, -0.2527, 0}, 0.02)
-	checkVector(t, out, `markers \[([^\]]+)\]`, []float64{-5, -135, 10}, 1.5)
+	// The last status line: the command, the measurement by field (markers
+	// in mm, angles in rad), the camera's newest frame.
+	if !regexp.MustCompile(`emio +stopped .* cmd \[\S+ \S+ \S+ \S+\] markers \[\S+ \S+ \S+\] angles \[\S+ \S+ \S+ \S+\] frame \d+ found 1`).MatchString(o) {
+		t.Errorf("status line:\n%s", o)
+	}
 }
 
-// checkVector finds the values of re's group in out and compares them.
-func checkVector(t *testing.T, out, re string, want []float64, tol float64) {
-	t.Helper()
-	m := regexp.MustCompile(re).FindStringSubmatch(out)
-	if m == nil {
-		t.Fatalf("no %s in:\n%s", re, out)
+func httpGet(url string) string {
+	resp, err := http.Get(url)
+	if err != nil {
+		return ""
 	}
-	got := strings.Fields(m[1])
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d values, want %d", m[0], len(got), len(want))
-	}
-	for i, f := range got {
-		v, _ := strconv.ParseFloat(f, 64)
-		if d := v - want[i]; d > tol || d < -tol {
-			t.Errorf("%s: value %d is %v, want %v ± %v (not converged)", m[0], i, v, want[i], tol)
-		}
-	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }
 
 func TestBenchLinkShort(t *testing.T) {
@@ -226,3 +241,17 @@ func TestCamerasCommand(t *testing.T) {
 		t.Errorf("cameras: exit %d\n%s%s", code, out, stderr)
 	}
 }
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	defaultconfig "github.com/labbridge/bridge"
 	"github.com/labbridge/bridge/camera"
@@ -24,8 +27,29 @@ func TestTrackSavedFrames(t *testing.T) {
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, out, stderr := runCLI(t, "sim", "-config", path, "-duration", "2s", "-ephemeral", "-metrics", ""); code != 0 {
-		t.Fatalf("sim: %d\n%s\n%s", code, out, stderr)
+	// Run until two frames are saved: the saver skips frames while it
+	// writes one, and a loaded machine writes slowly.
+	ctx, cancel := context.WithCancel(context.Background())
+	var simOut, simErr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"sim", "-config", path, "-ephemeral", "-metrics", ""}, &simOut, &simErr)
+	}()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if saved, _ := filepath.Glob(filepath.Join(frames, "frame-*-depth.png")); len(saved) >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			<-done
+			t.Fatalf("two frames were not saved in 2 minutes\n%s\n%s", simOut.String(), simErr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("sim: %d\n%s\n%s", code, simOut.String(), simErr.String())
 	}
 	color := filepath.Join(frames, "frame-000001-color.png")
 	depth := filepath.Join(frames, "frame-000001-depth.png")
@@ -36,8 +60,12 @@ func TestTrackSavedFrames(t *testing.T) {
 			t.Fatalf("bridge sim did not save %s: %v", p, err)
 		}
 	}
-	if saved, _ := filepath.Glob(filepath.Join(frames, "frame-*-color.png")); len(saved) < 2 {
-		t.Errorf("saved %v: want every 10th frame", saved)
+	saved, _ := filepath.Glob(filepath.Join(frames, "frame-*-color.png"))
+	for _, f := range saved {
+		var n int
+		if _, err := fmt.Sscanf(filepath.Base(f), "frame-%d-color.png", &n); err != nil || n%10 != 1 {
+			t.Errorf("saved %s: want only every 10th frame (1, 11, 21 …)", f)
+		}
 	}
 	code, out, stderr := runCLI(t, "track", "-color", color, "-depth", depth, "-calibration", calib, "-mask", mask, "-json")
 	if code != 0 {

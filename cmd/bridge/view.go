@@ -36,8 +36,11 @@ func statusLine(b *config.Built) string {
 		sb.WriteByte(' ')
 		sb.WriteString(s)
 	}
+	if n := b.Link.Stale(); n > 0 {
+		fmt.Fprintf(&sb, " stale %d", n)
+	}
 	if clock := b.Config.Clock; clock != "timer" {
-		fmt.Fprintf(&sb, " no-%s ticks %d", clock, b.Link.MissedTriggers())
+		fmt.Fprintf(&sb, " missed %s ticks %d", clock, b.Link.MissedTriggers())
 	}
 	return sb.String()
 }
