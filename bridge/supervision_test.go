@@ -1,12 +1,14 @@
 package bridge_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -117,7 +119,7 @@ func armLink(t *testing.T, name string, p *armPlant, halt plant.HaltPolicy) *bri
 	return l
 }
 
-func fastSupervisor(logs *syncBuffer) *bridge.Supervisor {
+func fastSupervisor(logs io.Writer) *bridge.Supervisor {
 	cfg := bridge.SupervisorConfig{Backoff: bridge.Backoff{Initial: 5 * time.Millisecond, Max: 20 * time.Millisecond, Factor: 2}, Seed: 1}
 	if logs != nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
@@ -191,7 +193,11 @@ func (c *countingService) Serve(context.Context) error { c.calls.Add(1); return 
 // logged once and not retried; an ordinary failure is retried, and its
 // repeats do not flood the log.
 func TestPermanentFailureNotRetried(t *testing.T) {
-	logs := &syncBuffer{}
+	// A file: safe to write from the supervisor's goroutines.
+	logs, err := os.Create(filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	sup := fastSupervisor(logs)
 	perm := &countingService{err: fmt.Errorf("metrics: server closed: %w", plant.ErrPermanent)}
 	flaky := &countingService{err: errors.New("flaky: broke")}
@@ -203,7 +209,8 @@ func TestPermanentFailureNotRetried(t *testing.T) {
 	if n := perm.calls.Load(); n != 1 {
 		t.Errorf("a permanent failure was served %d times, want once", n)
 	}
-	out := logs.String()
+	b, _ := os.ReadFile(logs.Name())
+	out := string(b)
 	if n := strings.Count(out, "will not be restarted"); n != 1 || !strings.Contains(out, "part=metrics") {
 		t.Errorf("the permanent failure was logged %d times, want once:\n%s", n, out)
 	}
@@ -353,17 +360,3 @@ func TestAbsentDeviceIsPolled(t *testing.T) {
 		t.Errorf("%d reopen attempts, want 6 (5 absent, then back)", p.reopens)
 	}
 }
-
-// syncBuffer is a bytes.Buffer safe for a logger and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

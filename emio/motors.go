@@ -218,27 +218,29 @@ func (m *Motors) setup(ctx context.Context, port dynamixel.Port, bc dynamixel.Bu
 	if err := bus.SetConfig(bc); err != nil {
 		return err
 	}
+	// Servos still holding (the same robot after a transient fault or a
+	// replug) are taken over as they are: torque, mode and goal untouched.
 	holding, err := m.holding(bus)
 	if err != nil {
 		return err
 	}
-	if holding {
-		return m.resume(bus, fast)
-	}
-	torqueOff := []byte{0}
-	for _, id := range m.cfg.IDs {
-		if err := bus.Write(id, dynamixel.AddrTorqueEnable, torqueOff); err != nil {
-			return fmt.Errorf("emio: torque off motor %d: %w", id, err)
-		}
-		if err := bus.Write(id, dynamixel.AddrOperatingMode, []byte{byte(m.cfg.Mode)}); err != nil {
-			return fmt.Errorf("emio: operating mode %v on motor %d: %w", m.cfg.Mode, id, err)
+	if !holding {
+		for _, id := range m.cfg.IDs {
+			if err := bus.Write(id, dynamixel.AddrTorqueEnable, []byte{0}); err != nil {
+				return fmt.Errorf("emio: torque off motor %d: %w", id, err)
+			}
+			if err := bus.Write(id, dynamixel.AddrOperatingMode, []byte{byte(m.cfg.Mode)}); err != nil {
+				return fmt.Errorf("emio: operating mode %v on motor %d: %w", m.cfg.Mode, id, err)
+			}
 		}
 	}
 	g, err := bus.NewGroup(m.cfg.IDs, fast)
 	if err != nil {
 		return err
 	}
-	// A mode change zeroes the profile (docs/dynamixel.md §8): write it after.
+	// A mode change zeroes the profile (docs/dynamixel.md §8): write it
+	// after. It is RAM, writable with torque on: holding servos get it too,
+	// in case someone power-cycled them into holding.
 	prof := make([]int32, len(m.cfg.IDs))
 	for i := range prof {
 		prof[i] = int32(m.cfg.ProfileVelocity)
@@ -246,21 +248,24 @@ func (m *Motors) setup(ctx context.Context, port dynamixel.Port, bc dynamixel.Bu
 	if err := g.WriteInt32(dynamixel.AddrProfileVelocity, prof); err != nil {
 		return fmt.Errorf("emio: profile velocity: %w", err)
 	}
-	// Goal := present position, so that torque on moves nothing.
 	if err := g.ReadInt32(dynamixel.AddrPresentPosition, m.pulses); err != nil && !errors.Is(err, dynamixel.ErrAlert) {
 		return fmt.Errorf("emio: read positions: %w", err)
 	}
-	if err := g.WriteInt32(dynamixel.AddrGoalPosition, m.pulses); err != nil {
-		return fmt.Errorf("emio: hold positions: %w", err)
-	}
-	for _, id := range m.cfg.IDs {
-		if err := bus.Write(id, dynamixel.AddrTorqueEnable, []byte{1}); err != nil {
-			return fmt.Errorf("emio: torque on motor %d: %w", id, err)
+	if !holding {
+		// Goal := present position, so that torque on moves nothing.
+		if err := g.WriteInt32(dynamixel.AddrGoalPosition, m.pulses); err != nil {
+			return fmt.Errorf("emio: hold positions: %w", err)
+		}
+		for _, id := range m.cfg.IDs {
+			if err := bus.Write(id, dynamixel.AddrTorqueEnable, []byte{1}); err != nil {
+				return fmt.Errorf("emio: torque on motor %d: %w", id, err)
+			}
 		}
 	}
-	m.port, m.bus, m.group = port, bus, g
+	m.port, m.bus, m.group, m.misses = port, bus, g, 0
 	isFast, _ := g.Fast()
-	m.log.Info("emio: motors ready", "ids", fmt.Sprint(m.cfg.IDs), "mode", m.cfg.Mode.String(), "fast_sync_read", isFast)
+	m.log.Info("emio: motors ready", "ids", fmt.Sprint(m.cfg.IDs), "mode", m.cfg.Mode.String(), "fast_sync_read", isFast,
+		"still_holding", holding)
 	return nil
 }
 
@@ -283,32 +288,6 @@ func (m *Motors) holding(bus *dynamixel.Bus) (bool, error) {
 		}
 	}
 	return true, nil
-}
-
-// resume takes over servos that hold a position without touching torque,
-// mode or goal; only the profile velocity (RAM, writable with torque on) is
-// written again, in case the servos were power-cycled into a holding state
-// by someone else.
-func (m *Motors) resume(bus *dynamixel.Bus, fast bool) error {
-	g, err := bus.NewGroup(m.cfg.IDs, fast)
-	if err != nil {
-		return err
-	}
-	prof := make([]int32, len(m.cfg.IDs))
-	for i := range prof {
-		prof[i] = int32(m.cfg.ProfileVelocity)
-	}
-	if err := g.WriteInt32(dynamixel.AddrProfileVelocity, prof); err != nil {
-		return fmt.Errorf("emio: profile velocity: %w", err)
-	}
-	if err := g.ReadInt32(dynamixel.AddrPresentPosition, m.pulses); err != nil && !errors.Is(err, dynamixel.ErrAlert) {
-		return fmt.Errorf("emio: read positions: %w", err)
-	}
-	m.port, m.bus, m.group = bus.Port(), bus, g
-	m.misses = 0
-	isFast, _ := g.Fast()
-	m.log.Info("emio: motors resumed, still holding (torque left on)", "ids", fmt.Sprint(m.cfg.IDs), "fast_sync_read", isFast)
-	return nil
 }
 
 // Measure implements plant.Plant: markers, then the motor angles (rad,

@@ -1,13 +1,13 @@
 package emio_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -289,8 +289,13 @@ func TestReopenAfterTorqueOffHolds(t *testing.T) {
 // hardware error and temperatures, while the loop only records it.
 func TestAlertReporterLogs(t *testing.T) {
 	m, sb := rig(t, nil)
-	var logs syncBuffer
-	r := &emio.AlertReporter{Motors: m, Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Every: time.Millisecond}
+	// A file: safe to write from the reporter and read from the test.
+	logs, err := os.Create(filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logged := func() string { b, _ := os.ReadFile(logs.Name()); return string(b) }
+	r := &emio.AlertReporter{Motors: m, Logger: slog.New(slog.NewJSONHandler(logs, nil)), Every: time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Serve(ctx) }()
@@ -302,7 +307,7 @@ func TestAlertReporterLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(logs.String(), "servo hardware alert") {
+	for !strings.Contains(logged(), "servo hardware alert") {
 		if time.Now().After(deadline) {
 			t.Fatal("no alert logged")
 		}
@@ -312,21 +317,7 @@ func TestAlertReporterLogs(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if s := logs.String(); !strings.Contains(s, `"id":2`) || !strings.Contains(s, `"hardware_error":"overheating"`) || !strings.Contains(s, `"temperature_limit_c":80`) {
+	if s := logged(); !strings.Contains(s, `"id":2`) || !strings.Contains(s, `"hardware_error":"overheating"`) || !strings.Contains(s, `"temperature_limit_c":80`) {
 		t.Errorf("alert log:\n%s", s)
 	}
 }
-
-// syncBuffer is a bytes.Buffer safe for a logger and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

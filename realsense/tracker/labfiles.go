@@ -35,24 +35,14 @@ func EmioapiDir(home string) string {
 // there but malformed (the lab would otherwise silently lose its settings).
 func LoadLabFiles(paramsPath, calibPath, dir string) (LabFiles, error) {
 	v := LabFiles{Params: DefaultParams(), ParamsFrom: "emioapi's defaults", CalibrationFrom: "none (camera frame)"}
-	if paramsPath == "" && dir != "" {
-		if p := filepath.Join(dir, "cameraparameter.json"); isFile(p) {
-			paramsPath = p
-		}
-	}
-	if paramsPath != "" {
+	if paramsPath = orInDir(paramsPath, dir, "cameraparameter.json"); paramsPath != "" {
 		p, err := LoadParams(paramsPath)
 		if err != nil {
 			return v, err
 		}
 		v.Params, v.ParamsFrom = p, paramsPath
 	}
-	if calibPath == "" && dir != "" {
-		if p := filepath.Join(dir, "camera_2d_points.csv"); isFile(p) {
-			calibPath = p
-		}
-	}
-	if calibPath != "" {
+	if calibPath = orInDir(calibPath, dir, "camera_2d_points.csv"); calibPath != "" {
 		c, err := LoadCalibration(calibPath)
 		if err != nil {
 			return v, err
@@ -60,6 +50,17 @@ func LoadLabFiles(paramsPath, calibPath, dir string) (LabFiles, error) {
 		v.Calibration, v.CalibrationFrom = &c, calibPath
 	}
 	return v, nil
+}
+
+// orInDir is path, or dir/name when path is "" and that file exists, or "".
+func orInDir(path, dir, name string) string {
+	if path != "" || dir == "" {
+		return path
+	}
+	if p := filepath.Join(dir, name); isFile(p) {
+		return p
+	}
+	return ""
 }
 
 func isFile(p string) bool {
