@@ -1,7 +1,11 @@
 package defaultconfig_test
 
 import (
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -109,5 +113,58 @@ func TestImportRules(t *testing.T) {
 				t.Errorf("%s depends on %s: drivers know nothing of each other", pkg, d)
 			}
 		}
+	}
+}
+
+// Every docs/… note a source comment cites is in the repository, with the
+// section it names: a heading ("## 8.", "### 8.4") or a labelled item
+// ("**14.2.3").
+func TestDocsCitationsResolve(t *testing.T) {
+	cite := regexp.MustCompile(`docs/([a-z0-9-]+\.md)`)
+	section := regexp.MustCompile(`§\s?([0-9]+(?:\.[0-9]+)*)`)
+	n := 0
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && path != "." && strings.HasPrefix(d.Name(), "."):
+			return filepath.SkipDir // .git, .ci
+		case d.IsDir() || !strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, ".py"):
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		text := string(b)
+		for _, m := range cite.FindAllStringSubmatchIndex(text, -1) {
+			n++
+			name := text[m[2]:m[3]]
+			doc, err := os.ReadFile(filepath.Join("docs", name))
+			if err != nil {
+				t.Errorf("%s cites docs/%s, which is not in the repository", path, name)
+				continue
+			}
+			// The sections cited are those up to the end of the line or
+			// parenthesis, or the next citation.
+			rest := text[m[1]:]
+			if i := strings.IndexAny(rest, ")\n"); i >= 0 {
+				rest = rest[:i]
+			}
+			rest, _, _ = strings.Cut(rest, "docs/")
+			for _, s := range section.FindAllStringSubmatch(rest, -1) {
+				q := regexp.QuoteMeta(s[1])
+				if !regexp.MustCompile(`(?m)^#{2,4} ` + q + `[. ]|\*\*` + q + ` `).Match(doc) {
+					t.Errorf("%s cites docs/%s §%s, which has no such section", path, name, s[1])
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 50 {
+		t.Errorf("only %d citations found: the scan is broken", n)
 	}
 }
