@@ -56,6 +56,27 @@ func ReadColorPNG(path string) (bgr []byte, w, h int, err error) {
 	return bgr, w, h, nil
 }
 
+// ReadFramePNG reads a saved frame: colour from colorPath and depth from
+// depthPath, of the same size, or zeros with depthPath "".
+func ReadFramePNG(colorPath, depthPath string) (f Frame, w, h int, err error) {
+	if f.Color, w, h, err = ReadColorPNG(colorPath); err != nil {
+		return f, 0, 0, err
+	}
+	if depthPath == "" {
+		f.Depth = make([]uint16, w*h)
+		return f, w, h, nil
+	}
+	d, dw, dh, err := ReadDepthPNG(depthPath)
+	if err != nil {
+		return f, 0, 0, err
+	}
+	if dw != w || dh != h {
+		return f, 0, 0, fmt.Errorf("camera: depth %s is %dx%d and colour %s %dx%d: want the same size", depthPath, dw, dh, colorPath, w, h)
+	}
+	f.Depth = d
+	return f, w, h, nil
+}
+
 // ReadDepthPNG decodes a 16-bit grey PNG of depths in mm.
 func ReadDepthPNG(path string) (depth []uint16, w, h int, err error) {
 	img, err := decodePNG(path)

@@ -2,6 +2,7 @@ package camera
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -99,5 +100,25 @@ func TestFramePNGRoundTrip(t *testing.T) {
 	}
 	if _, _, _, err := ReadDepthPNG(cp); err == nil || !strings.Contains(err.Error(), "want 16-bit greyscale") {
 		t.Fatalf("colour PNG read as depth: %v", err)
+	}
+}
+
+// A saved frame reads back whole: colour and depth of the same size, or
+// zeros for a frame saved without depth.
+func TestReadFramePNG(t *testing.T) {
+	dir := t.TempDir()
+	c, d, small := filepath.Join(dir, "c.png"), filepath.Join(dir, "d.png"), filepath.Join(dir, "s.png")
+	if err := errors.Join(WriteColorPNG(c, make([]byte, 3*8*6), 8, 6), WriteDepthPNG(d, make([]uint16, 8*6), 8, 6),
+		WriteDepthPNG(small, make([]uint16, 4*3), 4, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if f, w, h, err := ReadFramePNG(c, d); err != nil || w != 8 || h != 6 || len(f.Color) != 144 || len(f.Depth) != 48 {
+		t.Errorf("frame: %dx%d %v", w, h, err)
+	}
+	if f, _, _, err := ReadFramePNG(c, ""); err != nil || len(f.Depth) != 48 {
+		t.Errorf("frame without depth: %v", err)
+	}
+	if _, _, _, err := ReadFramePNG(c, small); err == nil || !strings.Contains(err.Error(), "want the same size") {
+		t.Errorf("sizes that differ: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -198,6 +199,19 @@ func (b *Built) Close() error {
 	}
 	b.world.Wait()
 	return errors.Join(errs...)
+}
+
+// Describe says, in one line for a person, where the link sends and waits.
+func (b *Built) Describe() string {
+	mc := b.Master.Config()
+	from, _ := b.Master.LocalAddr()
+	at, _ := b.Master.ListenAddr()
+	s := fmt.Sprintf("link %s: %g Hz, sends %d-byte datagrams from %v to %v, waits for %d-byte replies on %v",
+		b.Config.Name, b.Config.RateHz, simulink.DatagramSize(mc.MeasureLen), from, mc.Remote, simulink.DatagramSize(mc.CommandLen), at)
+	if b.Partner != nil {
+		s += fmt.Sprintf(" (built-in partner, %s controller)", cmp.Or(b.Config.Partner.Controller.Kind, "hold"))
+	}
+	return s
 }
 
 // Status lines of the link's dependencies that have one (the camera's

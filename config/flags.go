@@ -43,6 +43,16 @@ func (s Service) Logger(w io.Writer, terminal bool) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
+// LoadLink reads the configuration at path and returns its link called
+// name, or its first link with name "".
+func LoadLink(path, name string) (*Link, error) {
+	c, err := LoadConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	return c.Link(name)
+}
+
 // Link returns the link called name, or the first with name "".
 func (c *Config) Link(name string) (*Link, error) {
 	for i := range c.Links {

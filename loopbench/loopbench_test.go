@@ -443,3 +443,22 @@ func ExampleParseHistfile() {
 	fmt.Println(h.Total(), s.P50, s.P99, s.Max)
 	// Output: 10 19µs 250µs 250µs
 }
+
+// A peer process is ready when it says so; one that says something else,
+// or nothing in time, is stopped and the error says what it said.
+func TestStartProcess(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	stop, err := StartProcess(exec.Command("sh", "-c", "echo 'partner: listening on x'; exec sleep 60"), "partner: listening", 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if _, err := StartProcess(exec.Command("sh", "-c", "echo 'bind: address in use'; exec sleep 60"), "partner: listening", 30*time.Second); err == nil || !strings.Contains(err.Error(), "address in use") {
+		t.Errorf("a peer that failed: %v", err)
+	}
+	if _, err := StartProcess(exec.Command("sh", "-c", "exec sleep 60"), "partner: listening", 50*time.Millisecond); err == nil || !strings.Contains(err.Error(), "did not say") {
+		t.Errorf("a silent peer: %v", err)
+	}
+}

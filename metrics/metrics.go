@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -73,6 +74,21 @@ func NewRegistry() *prometheus.Registry {
 // BuildInfo labels bridge_build_info. An empty GoVersion means runtime.Version().
 type BuildInfo struct {
 	Version, Commit, GoVersion string
+}
+
+// ThisBuild is the BuildInfo of the running binary: version as set at
+// build time, the VCS revision Go recorded ("unknown" without one) and the
+// Go version.
+func ThisBuild(version string) BuildInfo {
+	b := BuildInfo{Version: version, Commit: "unknown", GoVersion: runtime.Version()}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				b.Commit = s.Value
+			}
+		}
+	}
+	return b
 }
 
 // Set holds the metric vectors of one bridge process and hands out per-link

@@ -3,6 +3,7 @@ package metrics
 import (
 	"errors"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -429,4 +430,11 @@ func newSetB(b *testing.B) (*prometheus.Registry, *Set) {
 		b.Fatal(err)
 	}
 	return reg, s
+}
+
+func TestThisBuild(t *testing.T) {
+	b := ThisBuild("1.2.3")
+	if b.Version != "1.2.3" || b.Commit == "" || b.GoVersion != runtime.Version() {
+		t.Errorf("build info %+v", b)
+	}
 }

@@ -35,6 +35,17 @@ func (f *Faults) Pause() { f.paused.Store(true) }
 // model started again from scratch).
 func (f *Faults) Resume() { f.paused.Store(false) }
 
+// TogglePause pauses a running partner or resumes a paused one (the SIGUSR1
+// of `bridge partner`), and reports whether it is now paused.
+func (f *Faults) TogglePause() bool {
+	for {
+		p := f.paused.Load()
+		if f.paused.CompareAndSwap(p, !p) {
+			return !p
+		}
+	}
+}
+
 // Paused reports whether the partner is paused; a nil Faults never is.
 func (f *Faults) Paused() bool { return f != nil && f.paused.Load() }
 

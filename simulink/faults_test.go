@@ -256,3 +256,14 @@ func TestFaultAllocs(t *testing.T) {
 		t.Fatalf("%v allocations per datagram, want 0", allocs)
 	}
 }
+
+// TogglePause is SIGUSR1 of bridge partner: pause, then resume.
+func TestFaultsTogglePause(t *testing.T) {
+	f := &Faults{}
+	if !f.TogglePause() || !f.Paused() {
+		t.Fatal("the first toggle did not pause")
+	}
+	if f.TogglePause() || f.Paused() {
+		t.Fatal("the second toggle did not resume")
+	}
+}

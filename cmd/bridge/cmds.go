@@ -1,16 +1,14 @@
 package main
 
 import (
-	"bytes"
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -99,19 +97,15 @@ func cmdPartner(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	// Without -config, the shape is the Emio's of -nb_markers and -motors.
 	dims := config.DimsOf(emio.Layout(*nbMarkers, *motors))
-	spec, err := pf.Spec(dims.CommandLen)
+	var spec simulink.ControllerSpec
+	var err error
 	if *cfgPath != "" {
-		var cfg *config.Config
-		var l *config.Link
-		if cfg, _, err = config.Load(*cfgPath); err == nil {
-			l, err = cfg.Link(*linkName)
-		}
+		l, err := config.LoadLink(*cfgPath, *linkName)
 		if err != nil {
 			return err
 		}
 		spec, dims, *rate, *delay = l.Partner.Controller, l.Dims(), l.RateHz, l.Partner.Delay
-	}
-	if err != nil {
+	} else if spec, err = pf.Spec(dims.CommandLen); err != nil {
 		return err
 	}
 	ctl, err := simulink.NewController(spec, dims, *rate)
@@ -131,7 +125,7 @@ func cmdPartner(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	defer p.Close()
 	fmt.Fprintf(stdout, "partner: listening on %v (accepting %s), replying to %v from %v, %s controller\n",
-		p.Addr(), orDefault(accept.String(), "any source"), replyTo.addr(), p.ReplyAddr(), orDefault(spec.Kind, "hold"))
+		p.Addr(), cmp.Or(accept.String(), "any source"), replyTo.addr(), p.ReplyAddr(), cmp.Or(spec.Kind, "hold"))
 	ctx, cancel := withDuration(ctx, *duration)
 	defer cancel()
 	// SIGUSR1 pauses or resumes the replies, SIGUSR2 restarts the model:
@@ -151,12 +145,10 @@ func cmdPartner(ctx context.Context, args []string, stdout, stderr io.Writer) er
 				case s == syscall.SIGUSR2:
 					p.Restart()
 					fmt.Fprintln(stdout, "partner: restarted")
-				case faults.Paused():
-					faults.Resume()
-					fmt.Fprintln(stdout, "partner: resumed")
-				default:
-					faults.Pause()
+				case faults.TogglePause():
 					fmt.Fprintln(stdout, "partner: paused (SIGUSR1 again resumes)")
+				default:
+					fmt.Fprintln(stdout, "partner: resumed")
 				}
 			}
 		}
@@ -258,42 +250,13 @@ func startPartnerProcess(ctx context.Context, l *config.Link, doc string) (stop 
 		return nil, err
 	}
 	defer os.Remove(file) // read by the partner before it prints its first line
-	started := make(chan string, 1)
 	cmd := exec.CommandContext(ctx, self, "partner", "-listen", listen.String(), "-accept", "127.0.0.1:0",
 		"-reply-to", replyTo.String(), "-config", file, "-link", l.Name)
-	cmd.Stdout = &firstLine{ch: started}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("bridge bench link: start partner: %w", err)
-	}
 	// The partner prints one line once its sockets are bound.
-	select {
-	case line := <-started:
-		if strings.HasPrefix(line, "partner: listening") {
-			l.UDP.Remote, l.UDP.Listen, l.UDP.Bind = listen.String(), replyTo.String(), "127.0.0.1:0"
-			return func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }, nil
-		}
-		err = fmt.Errorf("bridge bench link: the partner said %q", line)
-	case <-time.After(30 * time.Second):
-		err = errors.New("bridge bench link: the partner did not start within 30 s")
+	stop, err = loopbench.StartProcess(cmd, "partner: listening", 30*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("bridge bench link: %w", err)
 	}
-	cmd.Process.Kill()
-	cmd.Wait()
-	return nil, err
-}
-
-// firstLine hands the first line written to it to ch and discards the rest.
-type firstLine struct {
-	buf []byte
-	ch  chan<- string
-}
-
-func (f *firstLine) Write(p []byte) (int, error) {
-	if f.ch != nil {
-		f.buf = append(f.buf, p...)
-		if i := bytes.IndexByte(f.buf, '\n'); i >= 0 {
-			f.ch <- string(f.buf[:i])
-			f.ch = nil
-		}
-	}
-	return len(p), nil
+	l.UDP.Remote, l.UDP.Listen, l.UDP.Bind = listen.String(), replyTo.String(), "127.0.0.1:0"
+	return stop, nil
 }

@@ -14,8 +14,9 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"runtime/debug"
 	"syscall"
+
+	"github.com/labbridge/bridge/metrics"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -175,16 +176,6 @@ func (a *addrFlag) addr() netip.AddrPort {
 }
 
 func versionString() string {
-	return fmt.Sprintf("bridge %s (commit %s, %s, %s/%s)", version, buildCommit(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
-}
-
-func buildCommit() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				return s.Value
-			}
-		}
-	}
-	return "unknown"
+	b := metrics.ThisBuild(version)
+	return fmt.Sprintf("bridge %s (commit %s, %s, %s/%s)", b.Version, b.Commit, b.GoVersion, runtime.GOOS, runtime.GOARCH)
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/labbridge/bridge/metrics"
 	"github.com/labbridge/bridge/realtime"
 	"github.com/labbridge/bridge/sdnotify"
-	"github.com/labbridge/bridge/simulink"
 )
 
 // cmdRun is `bridge run` and, with simulate, `bridge sim`.
@@ -93,7 +92,7 @@ func wire(cfg *config.Config, env config.Env, metricsAddr string) (*app, error) 
 	}
 	a := &app{logger: env.Logger, sup: bridge.NewSupervisor(bridge.SupervisorConfig{Logger: env.Logger})}
 	reg := metrics.NewRegistry()
-	set, err := metrics.New(reg, metrics.BuildInfo{Version: version, Commit: buildCommit()})
+	set, err := metrics.New(reg, metrics.ThisBuild(version))
 	if err != nil {
 		return nil, err
 	}
@@ -147,26 +146,11 @@ func (a *app) close() {
 // describe says where each link sends and waits.
 func (a *app) describe(w io.Writer) {
 	for _, b := range a.links {
-		mc := b.Master.Config()
-		from, _ := b.Master.LocalAddr()
-		at, _ := b.Master.ListenAddr()
-		fmt.Fprintf(w, "link %s: %g Hz, sends %d-byte datagrams from %v to %v, waits for %d-byte replies on %v",
-			b.Config.Name, b.Config.RateHz, simulink.DatagramSize(mc.MeasureLen), from, mc.Remote, simulink.DatagramSize(mc.CommandLen), at)
-		if b.Partner != nil {
-			fmt.Fprintf(w, " (built-in partner, %s controller)", orDefault(b.Config.Partner.Controller.Kind, "hold"))
-		}
-		fmt.Fprintln(w)
+		fmt.Fprintln(w, b.Describe())
 	}
 	if a.server != nil {
 		fmt.Fprintf(w, "metrics: http://%v/metrics\n", a.server.Addr())
 	}
-}
-
-func orDefault(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
 }
 
 // readyTicks is how many ticks every link runs before READY=1.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -13,44 +14,35 @@ import (
 	"github.com/labbridge/bridge/sim"
 )
 
-// busFlags are the serial flags of scan and ping.
-type busFlags struct {
-	port    *string
-	latency *time.Duration
-	rdt     *time.Duration
-}
-
-func addBusFlags(fsPort func(name, value, usage string) *string, fsDur func(name string, value time.Duration, usage string) *time.Duration) busFlags {
-	return busFlags{
-		port:    fsPort("port", "auto", `serial port: a path, a /dev/serial/by-id name, "usb:VID:PID[:SERIAL]" or "auto" (the only U2D2)`),
-		latency: fsDur("latency-timer", 0, "the adapter's latency timer (0 = read it from sysfs, else 16ms)"),
-		rdt:     fsDur("return-delay", 500*time.Microsecond, "the servos' Return Delay Time (factory: 500µs)"),
+// busFlags adds the serial flags of scan and ping to fs and returns how to
+// open a bus with them at a baud rate (dynamixel.OpenSpec), warning on
+// stderr when the adapter's latency timer slows every read.
+func busFlags(fs *flag.FlagSet, stderr io.Writer) func(baud int) (*dynamixel.Bus, func(), error) {
+	port := fs.String("port", "auto", `serial port: a path, a /dev/serial/by-id name, "usb:VID:PID[:SERIAL]" or "auto" (the only U2D2)`)
+	latency := fs.Duration("latency-timer", 0, "the adapter's latency timer (0 = read it from sysfs, else 16ms)")
+	rdt := fs.Duration("return-delay", 500*time.Microsecond, "the servos' Return Delay Time (factory: 500µs)")
+	return func(baud int) (*dynamixel.Bus, func(), error) {
+		o, err := dynamixel.OpenSpec(*port, baud)
+		if err != nil {
+			return nil, nil, err
+		}
+		if advice := o.Advice(); advice != "" {
+			fmt.Fprintln(stderr, advice)
+		}
+		bus, err := dynamixel.NewBus(o.Port, o.Timing(dynamixel.BusConfig{Baud: baud, LatencyTimer: *latency, ReturnDelay: *rdt, Margin: 3 * time.Millisecond}))
+		if err != nil {
+			o.Port.Close()
+			return nil, nil, err
+		}
+		return bus, func() { o.Port.Close() }, nil
 	}
-}
-
-// openBus opens a bus on a port spec at baud (dynamixel.OpenSpec), warning
-// on stderr when the adapter's latency timer slows every read.
-func openBus(spec string, baud int, latency, rdt time.Duration, stderr io.Writer) (*dynamixel.Bus, func(), error) {
-	o, err := dynamixel.OpenSpec(spec, baud)
-	if err != nil {
-		return nil, nil, err
-	}
-	if advice := o.Advice(); advice != "" {
-		fmt.Fprintln(stderr, advice)
-	}
-	bus, err := dynamixel.NewBus(o.Port, o.Timing(dynamixel.BusConfig{Baud: baud, LatencyTimer: latency, ReturnDelay: rdt, Margin: 3 * time.Millisecond}))
-	if err != nil {
-		o.Port.Close()
-		return nil, nil, err
-	}
-	return bus, func() { o.Port.Close() }, nil
 }
 
 // cmdScan is `bridge scan`: list serial ports, then ping every ID at every
 // baud rate asked.
 func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("scan", "scan [-port SPEC] [-bauds 1000000,57600] [-ids 0-252] [-list]", stderr)
-	bf := addBusFlags(fs.String, fs.Duration)
+	openBus := busFlags(fs, stderr)
 	bauds := fs.String("bauds", "1000000,57600", `baud rates to try, comma-separated, or "all"`)
 	idRange := fs.String("ids", "0-252", "IDs to ping: a range lo-hi or a comma-separated list")
 	list := fs.Bool("list", false, "only list the serial ports")
@@ -79,7 +71,7 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	n := 0
 	bar := isTerminal(stderr)
 	for _, baud := range rates {
-		bus, closePort, err := openBus(*bf.port, baud, *bf.latency, *bf.rdt, stderr)
+		bus, closePort, err := openBus(baud)
 		if err != nil {
 			return err
 		}
@@ -117,7 +109,7 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // cmdPing is `bridge ping`: ping some IDs once.
 func cmdPing(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("ping", "ping [-port SPEC] [-baud 1000000] [-ids 0,1,2,3]", stderr)
-	bf := addBusFlags(fs.String, fs.Duration)
+	openBus := busFlags(fs, stderr)
 	baud := fs.Int("baud", 1000000, "baud rate")
 	idList := fs.String("ids", "0,1,2,3", "IDs to ping")
 	if err := parseFlags(fs, args); err != nil {
@@ -127,7 +119,7 @@ func cmdPing(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	bus, closePort, err := openBus(*bf.port, *baud, *bf.latency, *bf.rdt, stderr)
+	bus, closePort, err := openBus(*baud)
 	if err != nil {
 		return err
 	}

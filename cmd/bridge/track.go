@@ -47,20 +47,9 @@ func cmdTrack(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	if *dmin < 0 || *dmax > 65535 || *dmin > *dmax {
 		return fmt.Errorf("bridge track: depth range %d..%d: want 0 ≤ min ≤ max ≤ 65535", *dmin, *dmax)
 	}
-	bgr, w, h, err := camera.ReadColorPNG(*colorPath)
+	f, w, h, err := camera.ReadFramePNG(*colorPath, *depthPath)
 	if err != nil {
-		return err
-	}
-	depth := make([]uint16, w*h)
-	if *depthPath != "" {
-		d, dw, dh, err := camera.ReadDepthPNG(*depthPath)
-		if err != nil {
-			return err
-		}
-		if dw != w || dh != h {
-			return fmt.Errorf("bridge track: depth %dx%d and colour %dx%d differ", dw, dh, w, h)
-		}
-		depth = d
+		return fmt.Errorf("bridge track: %w", err)
 	}
 	in := tracker.DefaultIntrinsics(w, h)
 	if *intr != "" {
@@ -78,7 +67,7 @@ func cmdTrack(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	r, err := tr.Process(bgr, depth)
+	r, err := tr.Process(f.Color, f.Depth)
 	if err != nil {
 		return err
 	}

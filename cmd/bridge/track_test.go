@@ -122,7 +122,7 @@ func TestTrackErrors(t *testing.T) {
 	}{
 		{[]string{"track"}, 2, "-color is required"},
 		{[]string{"track", "-color", filepath.Join(dir, "none.png")}, 1, "no such file"},
-		{[]string{"track", "-color", color, "-depth", small}, 1, "differ"},
+		{[]string{"track", "-color", color, "-depth", small}, 1, "want the same size"},
 		{[]string{"track", "-color", color, "-depth", color}, 1, "want 16-bit greyscale"},
 		{[]string{"track", "-color", color, "-side", "left"}, 1, "left"},
 		{[]string{"track", "-color", color, "-sort", "x"}, 1, "x"},

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/labbridge/bridge/config"
-	"github.com/labbridge/bridge/plant"
 	"github.com/labbridge/bridge/simulink"
 )
 
@@ -27,10 +26,13 @@ func statusLine(b *config.Built) string {
 		st.Status[simulink.Reconnected], drops, b.Link.Overruns())
 	cmd := make([]float64, b.Layout.CommandLen())
 	b.Link.Command(cmd)
-	writeFields(&sb, "cmd", b.Layout.Command, cmd)
+	writeVector(&sb, "cmd", b.Layout.Command[0].Unit, cmd)
 	meas := make([]float64, b.Layout.MeasureLen())
 	if b.Link.Measurement(meas) {
-		writeFields(&sb, "", b.Layout.Measure, meas)
+		for _, f := range b.Layout.Measure {
+			writeVector(&sb, f.Name, f.Unit, meas[:f.Len])
+			meas = meas[f.Len:]
+		}
 	}
 	for _, s := range b.Status() {
 		sb.WriteByte(' ')
@@ -45,36 +47,23 @@ func statusLine(b *config.Built) string {
 	return sb.String()
 }
 
-// writeFields writes each field as ` name [v v …]`; with a label, the whole
-// vector as ` label [v v …]`.
-func writeFields(sb *strings.Builder, label string, fields []plant.Field, v []float64) {
-	off := 0
-	for i, f := range fields {
-		if label == "" || i == 0 {
-			name := f.Name
-			if label != "" {
-				name = label
-			}
-			fmt.Fprintf(sb, " %s [", name)
+// writeVector writes ` name [v v …]`, in the unit's precision.
+func writeVector(sb *strings.Builder, name, unit string, v []float64) {
+	fmt.Fprintf(sb, " %s [", name)
+	for j, x := range v {
+		if j > 0 {
+			sb.WriteByte(' ')
 		}
-		for j, x := range v[off : off+f.Len] {
-			if j > 0 || label != "" && i > 0 {
-				sb.WriteByte(' ')
-			}
-			switch f.Unit {
-			case "rad":
-				fmt.Fprintf(sb, "%+.3f", x)
-			case "mm":
-				fmt.Fprintf(sb, "%.1f", x)
-			default:
-				fmt.Fprintf(sb, "%g", x)
-			}
-		}
-		off += f.Len
-		if label == "" || i == len(fields)-1 {
-			sb.WriteByte(']')
+		switch unit {
+		case "rad":
+			fmt.Fprintf(sb, "%+.3f", x)
+		case "mm":
+			fmt.Fprintf(sb, "%.1f", x)
+		default:
+			fmt.Fprintf(sb, "%g", x)
 		}
 	}
+	sb.WriteByte(']')
 }
 
 // view redraws one line per link until ctx is done.
