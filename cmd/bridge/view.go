@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/labbridge/bridge/config"
 	"github.com/labbridge/bridge/simulink"
+	"golang.org/x/sys/unix"
 )
 
 // statusLine is one link's live status: state, exchange counters, the last
@@ -30,7 +32,9 @@ func statusLine(b *config.Built) string {
 	meas := make([]float64, b.Layout.MeasureLen())
 	if b.Link.Measurement(meas) {
 		for _, f := range b.Layout.Measure {
-			writeVector(&sb, f.Name, f.Unit, meas[:f.Len])
+			if f.Name != b.Layout.Command[0].Name { // the command's echo (the angles) adds little to cmd
+				writeVector(&sb, f.Name, f.Unit, meas[:f.Len])
+			}
 			meas = meas[f.Len:]
 		}
 	}
@@ -85,9 +89,16 @@ func (a *app) view(ctx context.Context, w io.Writer) {
 		if drawn > 0 {
 			fmt.Fprintf(&b, "\r\033[%dA", drawn)
 		}
+		cols := 1 << 16
+		if f, ok := w.(*os.File); ok {
+			if ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 1 {
+				cols = int(ws.Col) - 1 // a line that wraps would break the redraw
+			}
+		}
 		for _, l := range a.links {
 			b.WriteString("\r\033[K")
-			b.WriteString(statusLine(l))
+			line := []rune(statusLine(l))
+			b.WriteString(string(line[:min(len(line), cols)]))
 			b.WriteByte('\n')
 		}
 		io.WriteString(w, b.String())
