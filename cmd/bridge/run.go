@@ -62,14 +62,17 @@ func runConfig(ctx context.Context, cfg *config.Config, from string, simulate, e
 	return a.serve(ctx, stdout, duration)
 }
 
-func isTerminal(w io.Writer) bool {
+// termWidth is the width of w in columns when w is a terminal.
+func termWidth(w io.Writer) (int, bool) {
 	f, ok := w.(*os.File)
 	if !ok {
-		return false
+		return 0, false
 	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	return int(ws.Col), err == nil
 }
+
+func isTerminal(w io.Writer) bool { _, ok := termWidth(w); return ok }
 
 // app is a wired bridge: the built links under one supervisor, with the
 // metrics server.

@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/labbridge/bridge/config"
 	"github.com/labbridge/bridge/simulink"
-	"golang.org/x/sys/unix"
 )
 
 // statusLine is one link's live status: state, exchange counters, the last
@@ -89,12 +87,8 @@ func (a *app) view(ctx context.Context, w io.Writer) {
 		if drawn > 0 {
 			fmt.Fprintf(&b, "\r\033[%dA", drawn)
 		}
-		cols := 1 << 16
-		if f, ok := w.(*os.File); ok {
-			if ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 1 {
-				cols = int(ws.Col) - 1 // a line that wraps would break the redraw
-			}
-		}
+		cols, _ := termWidth(w)
+		cols = max(cols-1, 20) // a line that wraps would break the redraw
 		for _, l := range a.links {
 			b.WriteString("\r\033[K")
 			line := []rune(statusLine(l))
