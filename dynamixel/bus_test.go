@@ -118,6 +118,37 @@ func TestBusTimeout(t *testing.T) {
 	}
 }
 
+// A reply that lands as the read's wait runs out (a descheduled thread, a
+// loaded machine) is found by one last look: it is not reported as a
+// missing servo.
+func TestBusReplyLandingAtTheDeadline(t *testing.T) {
+	p := &lateReplyPort{reply: unhex(t, "FF FF FD 00 01 07 00 55 00 06 04 26 65 5D")}
+	b := fastBus(t, p)
+	if model, _, err := b.Ping(1); err != nil || model != 1030 {
+		t.Fatalf("ping: %d %v, want the reply that landed", model, err)
+	}
+	if st := b.Stats(); st.Timeouts != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+// lateReplyPort's first read waits out its timeout and returns nothing; the
+// reply lands just then.
+type lateReplyPort struct {
+	scriptPort
+	reply  []byte
+	landed bool
+}
+
+func (p *lateReplyPort) Read(b []byte) (int, error) {
+	if !p.landed {
+		time.Sleep(p.timeout)
+		p.in, p.landed = append(p.in, p.reply...), true
+		return 0, nil
+	}
+	return p.scriptPort.Read(b)
+}
+
 // The eManual's Fast Sync Read reply (docs/dynamixel.md §2, §6).
 func TestFastSyncReadTranscript(t *testing.T) {
 	reply := unhex(t, "FF FF FD 00 FE 19 00 55 00 03 A6 00 00 00 84 08 00 07 1F 08 00 00 16 CA 00 04 FF 03 00 00 D1 9E")

@@ -347,7 +347,11 @@ func (m *Master) exchange(measure, command []float64, deadline int64) Status {
 				pendingLat = m.latency(back)
 				copy(m.pending, m.vals)
 				havePending = true
-			case havePending:
+			case havePending, back == HandshakeSeq && seq > 0:
+				// Superseded, or the answer to a handshake packet sent
+				// before the partner woke, arriving after the handshake: a
+				// model answers −1 only while not synchronised, never to a
+				// seq it has seen. Stale, not a desync.
 				m.drop(DropStale)
 			default:
 				// The first reply of the tick answers neither seq nor seq−1:
