@@ -68,7 +68,6 @@ type Built struct {
 type builder struct {
 	env   Env
 	link  *Link
-	key   string // `link "emio".`
 	built *Built
 	sim   *dxlsim.Bus
 }
@@ -115,7 +114,7 @@ func (l *Link) Build(env Env) (bb *Built, err error) {
 	if env.Clock == nil {
 		env.Clock = realtime.NewClock()
 	}
-	b := &builder{env: env, link: l, key: l.Name + ": ", built: &Built{Config: l, Layout: l.Plant.Layout()}}
+	b := &builder{env: env, link: l, built: &Built{Config: l, Layout: l.Plant.Layout()}}
 	built := b.built
 	defer func() {
 		if err != nil {
@@ -183,6 +182,15 @@ func (l *Link) Build(env Env) (bb *Built, err error) {
 		built.Link.DeviceFailed(ps.openErr)
 	}
 	return built, nil
+}
+
+// Observer is what the supervisor tells of the link (its metrics), or nil:
+// pass it to bridge.Supervisor.AddLink.
+func (b *Built) Observer() bridge.LinkObserver {
+	if b.Metrics == nil {
+		return nil // not a nil *metrics.Link in an interface
+	}
+	return b.Metrics
 }
 
 // Close stops the simulated devices and releases what the link holds

@@ -34,7 +34,7 @@ func parseDefault(t *testing.T, edit func(*Link, *EmioPlant)) *Config {
 func serveBuilt(t *testing.T, b *Built) *bridge.Supervisor {
 	t.Helper()
 	sup := bridge.NewSupervisor(bridge.SupervisorConfig{Backoff: bridge.Backoff{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond, Factor: 2}, Seed: 1})
-	if err := sup.AddLink(b.Link, b.Metrics, b.Deps...); err != nil {
+	if err := sup.AddLink(b.Link, b.Observer(), b.Deps...); err != nil {
 		t.Fatal(err)
 	}
 	if b.Partner != nil {

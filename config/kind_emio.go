@@ -407,7 +407,7 @@ func (p *EmioPlant) camera(b *builder, ps *parts, servos *dxlsim.Bus, ids []byte
 	}
 	if c.SaveFrames != "" {
 		if err := os.MkdirAll(c.SaveFrames, 0o755); err != nil {
-			return nil, fmt.Errorf("config: %splant.camera.save_frames: %w", b.key, err)
+			return nil, fmt.Errorf("config: plant.camera.save_frames: %w", err)
 		}
 		sv, err := camera.NewSaver(c.SaveFrames, c.SaveEvery, c.Width, c.Height, b.env.Logger)
 		if err != nil {

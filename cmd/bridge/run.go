@@ -110,7 +110,7 @@ func wire(cfg *config.Config, env config.Env, metricsAddr string) (*app, error) 
 			return nil, err
 		}
 		a.links = append(a.links, b)
-		if err := a.sup.AddLink(b.Link, b.Metrics, b.Deps...); err != nil {
+		if err := a.sup.AddLink(b.Link, b.Observer(), b.Deps...); err != nil {
 			a.close()
 			return nil, err
 		}
