@@ -122,8 +122,12 @@ func NewMotors(cfg MotorsConfig, clock Clock) (*Motors, error) {
 	return m, nil
 }
 
-// MeasureLen implements plant.Plant: 3·Markers marker values then the angles.
-func (m *Motors) MeasureLen() int { return 3*m.cfg.Markers + m.cfg.Motors }
+// Layout implements plant.Describer: the Emio's (emio.Layout), markers then
+// angles.
+func (m *Motors) Layout() plant.Layout { return emio.Layout(m.cfg.Markers, m.cfg.Motors) }
+
+// MeasureLen implements plant.Plant.
+func (m *Motors) MeasureLen() int { return m.measureLen }
 
 // CommandLen implements plant.Plant.
 func (m *Motors) CommandLen() int { return m.cfg.Motors }
