@@ -174,7 +174,7 @@ func undecodedErrors(keys []toml.Key) []error {
 	var errs []error
 	seenTable := map[string]bool{}
 	for _, n := range names {
-		msg := "unknown key"
+		msg := unknownKey(strings.Split(n, "."))
 		for _, m := range movedKeys {
 			if n == strings.TrimSuffix(m.prefix, ".") || strings.HasSuffix(m.prefix, ".") && strings.HasPrefix(n, m.prefix) {
 				msg = m.hint
@@ -192,6 +192,39 @@ func undecodedErrors(keys []toml.Key) []error {
 		errs = append(errs, fmt.Errorf("%w: %s %s", ErrConfig, n, msg))
 	}
 	return errs
+}
+
+// unknownKey explains a key outside [link.plant] that the file should not
+// have: the nearest key of its table, and the table's keys.
+func unknownKey(path []string) string {
+	t := reflect.TypeOf(fileConfig{})
+	for _, seg := range path[:len(path)-1] {
+		f, ok := fieldByTag(t, seg)
+		if !ok {
+			return "unknown key (its table is unknown too)"
+		}
+		if t = f.Type; t.Kind() == reflect.Slice {
+			t = t.Elem() // [[link]]
+		}
+		if !isStructTable(t) {
+			return "unknown key"
+		}
+	}
+	var keys []string
+	for i := range t.NumField() {
+		if name := tagName(t.Field(i)); name != "" {
+			keys = append(keys, name)
+		}
+	}
+	msg := "unknown key"
+	if near := closest(path[len(path)-1], keys); near != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", near)
+	}
+	table := "the top level"
+	if len(path) > 1 {
+		table = "[" + strings.Join(path[:len(path)-1], ".") + "]"
+	}
+	return fmt.Sprintf("%s; the keys of %s: %s", msg, table, strings.Join(keys, ", "))
 }
 
 // unknownKeys lists the keys of m (a decoded TOML table) that the struct
