@@ -96,6 +96,7 @@ type Link struct {
 	cfg     LinkConfig
 	plant   plant.Plant
 	ready   plant.Readier // nil: the plant's measurement is always complete
+	deadman plant.Deadman // nil: the plant gets the last good command every tick
 	ex      Exchanger
 	clock   *realtime.Clock
 	loopObs LoopObserver
@@ -106,6 +107,7 @@ type Link struct {
 	// Owned by the loop thread.
 	meas, rx, cmd []float64
 	haveCmd       bool
+	fresh         bool // cmd was received since it was last applied
 	state         State
 
 	// released: the last Serve ended with Halt(HaltTorqueOff), so the plant
@@ -181,6 +183,7 @@ func NewLink(cfg LinkConfig, p plant.Plant, ex Exchanger, clock *realtime.Clock,
 		measShadow: make([]atomic.Uint64, p.MeasureLen()),
 	}
 	l.ready, _ = p.(plant.Readier)
+	l.deadman, _ = p.(plant.Deadman)
 	l.deviceUp.Store(true)
 	return l, nil
 }
@@ -337,8 +340,8 @@ func (l *Link) Tick(ti *TickInfo) {
 			l.measured.Add(1)
 		}
 	}
-	if up && l.haveCmd && l.cfg.Apply == ApplyPrevious {
-		up = l.apply()
+	if up && l.cfg.Apply == ApplyPrevious {
+		up = l.applyPrevious()
 	}
 	if l.ex.Synced() && !l.complete() {
 		// Nothing to tell Simulink yet: no measurement was ever read (the
@@ -346,6 +349,9 @@ func (l *Link) Tick(ti *TickInfo) {
 		// frame yet). The handshake (seq −1, zero payload, which the
 		// models ignore) may go on, as emioapi's does before its first
 		// frame; a controller never integrates a made-up measurement.
+		if up && l.deadman != nil && l.cfg.Apply == ApplyImmediate {
+			l.idle()
+		}
 		return
 	}
 	// While degraded the last measurement is sent again: Simulink keeps its
@@ -356,8 +362,14 @@ func (l *Link) Tick(ti *TickInfo) {
 		l.cmdObs.StaleMeasurement()
 	}
 	s := l.ex.Exchange(l.meas, l.rx, ti.Next-l.margin)
-	if s.Success() && l.accept() && up && l.cfg.Apply == ApplyImmediate {
-		up = l.apply()
+	accepted := s.Success() && l.accept()
+	if up && l.cfg.Apply == ApplyImmediate {
+		switch {
+		case accepted:
+			up = l.apply()
+		case l.deadman != nil:
+			up = l.idle()
+		}
 	}
 	if up {
 		next := l.linkState()
@@ -405,11 +417,25 @@ func (l *Link) accept() bool {
 		l.cmd[i] = v
 		l.cmdShadow[i].Store(math.Float64bits(v))
 	}
-	l.haveCmd = true
+	l.haveCmd, l.fresh = true, true
+	return true
+}
+
+// applyPrevious applies the previous tick's command. A Deadman plant gets
+// it only if it is fresh, and Idle otherwise; any other plant gets the last
+// good command every tick.
+func (l *Link) applyPrevious() bool {
+	switch {
+	case l.deadman == nil && l.haveCmd, l.deadman != nil && l.fresh:
+		return l.apply()
+	case l.deadman != nil:
+		return l.idle()
+	}
 	return true
 }
 
 func (l *Link) apply() bool {
+	l.fresh = false
 	if err := l.plant.Command(l.cmd); err != nil {
 		l.fail(err)
 		return false
@@ -418,8 +444,17 @@ func (l *Link) apply() bool {
 	return true
 }
 
+func (l *Link) idle() bool {
+	if err := l.deadman.Idle(); err != nil {
+		l.fail(err)
+		return false
+	}
+	return true
+}
+
 // fail marks the device down and asks the supervisor to reopen it.
 func (l *Link) fail(err error) {
+	l.fresh = false // a command from before the failure is not applied after it
 	l.markDown()
 	l.setState(Degraded, CauseDeviceError, err)
 }

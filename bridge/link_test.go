@@ -7,6 +7,7 @@ import (
 	"math"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -549,3 +550,72 @@ func TestNotReadyPlantSendsNothing(t *testing.T) {
 		t.Fatalf("ready: %d exchanges, %d applied, want 2 and 1", ex.n, l.Applied())
 	}
 }
+
+// deadmanPlant is a velocity-streaming robot: it must hear of every tick
+// without a fresh command.
+type deadmanPlant struct{ recordingPlant }
+
+func (p *deadmanPlant) Idle() error { p.calls = append(p.calls, "idle"); return nil }
+
+// scriptedExchanger answers each tick with the next status of a script.
+type scriptedExchanger struct {
+	fakeExchanger
+	script []simulink.Status
+}
+
+func (s *scriptedExchanger) Exchange(m, cmd []float64, d int64) simulink.Status {
+	s.status, s.script = s.script[0], s.script[1:]
+	return s.fakeExchanger.Exchange(m, cmd, d)
+}
+
+// A Deadman plant gets each received command once, and Idle on every tick
+// that brought none (a timeout, a desync), in either apply
+// mode; a plain plant gets the last good command every tick.
+func TestDeadmanGetsOnlyFreshCommands(t *testing.T) {
+	script := []simulink.Status{simulink.OK, simulink.Timeout, simulink.Desync, simulink.OKNoDelay, simulink.OK}
+	for _, tc := range []struct {
+		name    string
+		mode    bridge.ApplyMode
+		deadman bool
+		want    string
+	}{
+		{"previous, deadman", bridge.ApplyPrevious, true,
+			"measure idle | measure command | measure idle | measure idle | measure command"},
+		{"immediate, deadman", bridge.ApplyImmediate, true,
+			"measure command | measure idle | measure idle | measure command | measure command"},
+		{"previous, plain", bridge.ApplyPrevious, false,
+			"measure | measure command | measure command | measure command | measure command"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var p interface {
+				plant.Plant
+				log() *[]string
+			}
+			if tc.deadman {
+				p = &deadmanLog{}
+			} else {
+				p = &plainLog{}
+			}
+			ex := &scriptedExchanger{fakeExchanger: fakeExchanger{reply: []float64{0.1, 0.1, 0.1, 0.1}}, script: slices.Clone(script)}
+			l := fourMotorLink(t, tc.mode, p, ex)
+			var ti bridge.TickInfo
+			var ticks []string
+			for range script {
+				*p.log() = nil
+				l.Tick(&ti)
+				ticks = append(ticks, strings.Join(*p.log(), " "))
+			}
+			if got := strings.Join(ticks, " | "); got != tc.want {
+				t.Errorf("calls\n %q\nwant\n %q", got, tc.want)
+			}
+		})
+	}
+}
+
+type deadmanLog struct{ deadmanPlant }
+
+func (p *deadmanLog) log() *[]string { return &p.calls }
+
+type plainLog struct{ recordingPlant }
+
+func (p *plainLog) log() *[]string { return &p.calls }

@@ -63,6 +63,20 @@ type Describer interface {
 	Layout() Layout
 }
 
+// Deadman is a plant that must know when a tick brings no fresh command: a
+// robot streaming velocities, which would go on at the last one. The link
+// then calls Command only with a command received since its previous call,
+// and Idle on every other tick (the partner timed out or lost sync, a
+// command was refused, the handshake is not done). Idle stops the robot and
+// lets the robot's own dead-man switches (a velocity timeout, a connection
+// watchdog) run out, so that it stops by itself even if the bridge hangs. A
+// plant that is not a Deadman gets the last good command every tick, which
+// is what a position-servoed robot wants. Idle runs on the loop thread, must
+// not allocate, and an error from it degrades the link as Command's does.
+type Deadman interface {
+	Idle() error
+}
+
 // HaltPolicy is what a plant does when its link stops.
 type HaltPolicy uint8
 
