@@ -1,0 +1,581 @@
+package meca500
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/labbridge/bridge/plant"
+)
+
+// Observer sees what happens to the robot (metrics). Its methods run on the
+// reader's or the supervisor's goroutine, never on the loop thread, except
+// WatchdogRefreshed, which must not allocate.
+type Observer interface {
+	// State: the 2007 status changed.
+	State(s Status)
+	// Error: the robot reported an error (a 1xxx code, or 3005 and other
+	// motion errors).
+	Error(code int)
+	// SafetyStop: a safety stop changed state (1 active, 2 awaiting reset,
+	// 0 cleared).
+	SafetyStop(code, state int)
+	// BufferFull: a motion command was refused with 1000.
+	BufferFull()
+	// Connected: a (re)connection finished its start-up.
+	Connected()
+	// WatchdogRefreshed: a tick refreshed the connection watchdog.
+	WatchdogRefreshed()
+}
+
+type nopObserver struct{}
+
+func (nopObserver) State(Status)        {}
+func (nopObserver) Error(int)           {}
+func (nopObserver) SafetyStop(int, int) {}
+func (nopObserver) BufferFull()         {}
+func (nopObserver) Connected()          {}
+func (nopObserver) WatchdogRefreshed()  {}
+
+// Config configures an Arm. Zero durations take the defaults named.
+type Config struct {
+	// Address is the robot's control port, host:port (port 10000 if left
+	// out). The factory address is 192.168.0.100.
+	Address string
+	// ConnectTimeout bounds one connection attempt, retried every 100 ms
+	// within it as mecademicpy does (1 s).
+	ConnectTimeout time.Duration
+	// ReplyTimeout bounds a request of the start-up (2 s).
+	ReplyTimeout time.Duration
+	// StartupTimeout bounds activation and homing (30 s).
+	StartupTimeout time.Duration
+	// WriteTimeout bounds a command's write on the loop thread (2 ms): a
+	// robot that stops reading degrades the link instead of stalling it.
+	WriteTimeout time.Duration
+	// Silence is how long without monitoring data means a dead link (1 s).
+	Silence time.Duration
+
+	Mode Mode
+	// Pose adds the tool pose to the measurement.
+	Pose bool
+	// Measured reads the drives' measured joints and pose (2210, 2211)
+	// instead of the controller's targets (2200, 2201).
+	Measured bool
+	// SpeedFraction scales the admissible speeds (JointSpeeds,
+	// CartesianSpeeds): 0 < f ≤ 1.
+	SpeedFraction float64
+	// Kp is the gain of the joint_position controller (1/s).
+	Kp float64
+
+	// Policies of the start-up (docs/meca500.md §5.2): reset an error
+	// (ResetError + ResumeMotion), activate, home, resume a paused robot.
+	// A step the policy forbids leaves the robot as it is and the link
+	// degraded, with a message saying what to do.
+	ResetErrors, Activate, Home, Resume bool
+
+	// VelTimeout is SetVelTimeout: the robot stops by itself this long
+	// after the last velocity command (0.001–1 s).
+	VelTimeout time.Duration
+	// Watchdog is ConnectionWatchdog, refreshed by every streaming tick;
+	// 0 leaves it off.
+	Watchdog time.Duration
+	// MonitoringInterval is SetMonitoringInterval (1 ms–1 s), at most
+	// the link's period.
+	MonitoringInterval time.Duration
+
+	Logger   *slog.Logger
+	Observer Observer
+	// Dial connects; nil uses a net.Dialer.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+func (c *Config) defaults() {
+	if c.ConnectTimeout == 0 {
+		c.ConnectTimeout = time.Second
+	}
+	if c.ReplyTimeout == 0 {
+		c.ReplyTimeout = 2 * time.Second
+	}
+	if c.StartupTimeout == 0 {
+		c.StartupTimeout = 30 * time.Second
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = 2 * time.Millisecond
+	}
+	if c.Silence == 0 {
+		c.Silence = time.Second
+	}
+	if c.SpeedFraction == 0 {
+		c.SpeedFraction = 0.25
+	}
+	if c.Kp == 0 {
+		c.Kp = 2
+	}
+	if c.VelTimeout == 0 {
+		c.VelTimeout = 50 * time.Millisecond
+	}
+	if c.MonitoringInterval == 0 {
+		c.MonitoringInterval = 16666 * time.Microsecond
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Observer == nil {
+		c.Observer = nopObserver{}
+	}
+	if c.Dial == nil {
+		var d net.Dialer
+		c.Dial = d.DialContext
+	}
+}
+
+func (c *Config) check() error {
+	bad := func(key string, v any, want string) error {
+		return fmt.Errorf("%w: %s = %v, want %s", ErrConfig, key, v, want)
+	}
+	switch {
+	case c.Mode > JointPosition:
+		return bad("mode", c.Mode, "joint_velocity, cartesian_velocity or joint_position")
+	case !(c.SpeedFraction > 0 && c.SpeedFraction <= 1):
+		return bad("speed_fraction", c.SpeedFraction, "0 < f ≤ 1")
+	case !(c.Kp > 0 && c.Kp <= 100):
+		return bad("kp", c.Kp, "0 < kp ≤ 100 (1/s)")
+	case c.VelTimeout < time.Millisecond || c.VelTimeout > time.Second:
+		return bad("vel_timeout", c.VelTimeout, "1ms..1s")
+	case c.Watchdog != 0 && (c.Watchdog < time.Millisecond || c.Watchdog > time.Hour):
+		return bad("watchdog", c.Watchdog, "0 (off) or 1ms..1h")
+	case c.MonitoringInterval < time.Millisecond || c.MonitoringInterval > time.Second:
+		return bad("monitoring_interval", c.MonitoringInterval, "1ms..1s")
+	}
+	if _, _, err := net.SplitHostPort(withPort(c.Address)); err != nil || c.Address == "" {
+		return bad("address", fmt.Sprintf("%q", c.Address), "host or host:port, such as 192.168.0.100")
+	}
+	return nil
+}
+
+// withPort adds the control port to an address without one.
+func withPort(addr string) string {
+	if _, _, err := net.SplitHostPort(addr); err == nil {
+		return addr
+	}
+	return net.JoinHostPort(addr, "10000")
+}
+
+// Layout is the shape of a Meca500 link's vectors (README "Meca500"): the
+// measurement is the joints (°), optionally the pose (mm, °), the 2007
+// flags, the last error code and the age of the robot's sample (s); the
+// command is six velocities, or six joint angles in joint_position mode.
+func Layout(mode Mode, pose bool) plant.Layout {
+	m := []plant.Field{{Name: "joints", Unit: "deg", Len: Joints}}
+	if pose {
+		m = append(m, plant.Field{Name: "pose", Unit: "mm,deg", Len: Joints})
+	}
+	m = append(m,
+		plant.Field{Name: "status", Unit: "as,hs,sm,es,pm,eob,eom", Len: 7},
+		plant.Field{Name: "error", Unit: "code", Len: 1},
+		plant.Field{Name: "age", Unit: "s", Len: 1})
+	var c plant.Field
+	switch mode {
+	case CartesianVelocity:
+		c = plant.Field{Name: "cartesian_velocity", Unit: "mm/s,deg/s", Len: Joints}
+	case JointPosition:
+		c = plant.Field{Name: "joints", Unit: "deg", Len: Joints}
+	default:
+		c = plant.Field{Name: "joint_velocity", Unit: "deg/s", Len: Joints}
+	}
+	return plant.Layout{Measure: m, Command: []plant.Field{c}}
+}
+
+// Limits are the command ranges of a mode at a speed fraction: what the
+// link clamps to, and the arm again before it writes.
+func Limits(mode Mode, fraction float64) [Joints][2]float64 {
+	var out [Joints][2]float64
+	switch mode {
+	case JointPosition:
+		return JointLimits()
+	case CartesianVelocity:
+		for i, v := range CartesianSpeeds() {
+			out[i] = [2]float64{-v * fraction, v * fraction}
+		}
+	default:
+		for i, v := range JointSpeeds() {
+			out[i] = [2]float64{-v * fraction, v * fraction}
+		}
+	}
+	return out
+}
+
+// cycle is one monitoring cycle (docs/meca500.md §7).
+type cycle struct {
+	t                      float64 // robot time, µs
+	target, pose           [Joints]float64
+	measured, measuredPose [Joints]float64
+}
+
+// state is what the reader learns; guarded by Arm.mu.
+type state struct {
+	connected bool
+	lost      error // why the connection ended
+	banner    Banner
+	bannerOK  bool
+	refusal   int // 3001, 3002, 3053
+	seen      [10000]uint32
+	errors    uint32 // 1xxx codes seen (besides 1000)
+	status    Status
+	statusOK  bool
+	lastError int
+	errText   [200]byte
+	errLen    int
+	safety    [16]int8 // by safetySlot
+	pend      cycle
+	sample    cycle
+	sampleAt  time.Time
+	haveSamp  bool
+	samples   uint64
+}
+
+// safetySlot maps a safety-stop code to its slot, or -1.
+func safetySlot(code int) int {
+	switch {
+	case code == 3069:
+		return 0
+	case code == 3070:
+		return 1
+	case code == 3032:
+		return 2
+	case code >= 3080 && code <= 3087:
+		return 3 + code - 3080
+	}
+	return -1
+}
+
+var slotCodes = [...]int{3069, 3070, 3032, 3080, 3081, 3082, 3083, 3084, 3085, 3086, 3087}
+
+// Arm is a Meca500 as a plant: Measure and Command run on the loop thread
+// and never wait on TCP; Reopen (the supervisor's) connects and runs the
+// start-up; a reader goroutine per connection keeps the newest state.
+type Arm struct {
+	cfg    Config
+	addr   string
+	log    *slog.Logger
+	obs    Observer
+	layout plant.Layout
+	limits [Joints][2]float64
+	speeds [Joints]float64 // the velocity caps of joint_position
+
+	mu    sync.Mutex
+	st    state
+	poke  chan struct{} // the reader's "something changed", for the start-up
+	onMsg func([]byte)
+
+	wmu    sync.Mutex // one writer at a time, and conn
+	conn   net.Conn
+	done   chan struct{} // the reader of conn has returned
+	framer *Framer
+	silent string // "-" on firmware ≥ 9.2 (docs/meca500.md §10)
+
+	// The loop thread's.
+	move, watchdog string // command names, with their prefixes
+	wbuf           []byte
+	v              [Joints]float64
+	q              [Joints]float64
+	haveQ          bool
+	streaming      bool
+	closed         bool
+}
+
+// New checks cfg and returns an Arm, not connected: the supervisor's first
+// Reopen (or Open) connects.
+func New(cfg Config) (*Arm, error) {
+	cfg.defaults()
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	a := &Arm{
+		cfg: cfg, addr: withPort(cfg.Address), obs: cfg.Observer,
+		log:    cfg.Logger.With("robot", withPort(cfg.Address)),
+		layout: Layout(cfg.Mode, cfg.Pose),
+		limits: Limits(cfg.Mode, cfg.SpeedFraction),
+		poke:   make(chan struct{}, 1),
+		framer: NewFramer(4096),
+		wbuf:   make([]byte, 0, 512),
+	}
+	for i, v := range JointSpeeds() {
+		a.speeds[i] = v * cfg.SpeedFraction
+	}
+	a.onMsg = a.handle
+	a.setNames()
+	return a, nil
+}
+
+func (a *Arm) setNames() {
+	a.wmu.Lock()
+	defer a.wmu.Unlock()
+	// As mecademicpy: motion commands plain (the robot's log shows what
+	// moved it), the watchdog refresh silent (docs/meca500.md §2.1).
+	a.move = "MoveJointsVel"
+	if a.cfg.Mode == CartesianVelocity {
+		a.move = "MoveLinVelWrf"
+	}
+	a.watchdog = a.silent + "ConnectionWatchdog"
+}
+
+// MeasureLen implements plant.Plant.
+func (a *Arm) MeasureLen() int { return a.layout.MeasureLen() }
+
+// CommandLen implements plant.Plant.
+func (a *Arm) CommandLen() int { return Joints }
+
+// Layout implements plant.Describer.
+func (a *Arm) Layout() plant.Layout { return a.layout }
+
+// Banner returns what the robot said of itself on the last connection.
+func (a *Arm) Banner() (Banner, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.st.banner, a.st.bannerOK
+}
+
+// Status returns the robot's last 2007 status and the last error code.
+func (a *Arm) Status() (Status, int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.st.status, a.st.lastError
+}
+
+// SampleAge is how old the newest monitoring cycle is (s), NaN before one.
+func (a *Arm) SampleAge() float64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.st.haveSamp {
+		return math.NaN()
+	}
+	return time.Since(a.st.sampleAt).Seconds()
+}
+
+// Ready implements plant.Readier: a monitoring cycle has arrived on this
+// connection, so the measurement is the robot's, not made up.
+func (a *Arm) Ready() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.st.haveSamp
+}
+
+// Measure implements plant.Plant: it copies the newest monitoring cycle,
+// the status, the last error and the sample's age. It fails when the
+// connection is lost or silent. Before the first cycle the joints are NaN.
+func (a *Arm) Measure(dst []float64) error {
+	now := time.Now()
+	a.mu.Lock()
+	st := &a.st
+	if !st.connected {
+		err := st.lost
+		a.mu.Unlock()
+		return err
+	}
+	if st.haveSamp && now.Sub(st.sampleAt) > a.cfg.Silence {
+		a.mu.Unlock()
+		return fmt.Errorf("%w for %v: the robot or the network stalled", ErrSilent, a.cfg.Silence)
+	}
+	joints, pose := &st.sample.target, &st.sample.pose
+	if a.cfg.Measured {
+		joints, pose = &st.sample.measured, &st.sample.measuredPose
+	}
+	n := copy(dst, joints[:])
+	if !st.haveSamp {
+		for i := range Joints {
+			dst[i] = math.NaN()
+		}
+	}
+	a.q, a.haveQ = *joints, st.haveSamp
+	if a.cfg.Pose {
+		n += copy(dst[n:], pose[:])
+		if !st.haveSamp {
+			for i := n - Joints; i < n; i++ {
+				dst[i] = math.NaN()
+			}
+		}
+	}
+	for _, f := range st.status.flags() {
+		dst[n] = b2f(f)
+		n++
+	}
+	dst[n] = float64(st.lastError)
+	dst[n+1] = math.NaN()
+	if st.haveSamp {
+		dst[n+1] = now.Sub(st.sampleAt).Seconds()
+	}
+	a.mu.Unlock()
+	return nil
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Command implements plant.Plant: one motion command per tick, with the
+// watchdog refresh in the same write (docs/meca500.md §13). The link calls
+// it only with a fresh command; ticks without one call Idle.
+func (a *Arm) Command(u []float64) error {
+	if err := a.ready(); err != nil {
+		return err
+	}
+	if len(u) != Joints {
+		return fmt.Errorf("%w: %d command values, want %d", ErrConfig, len(u), Joints)
+	}
+	for i, x := range u {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("meca500: command value %d is %v: %w", i, x, ErrNotFinite)
+		}
+		x = math.Max(a.limits[i][0], math.Min(a.limits[i][1], x))
+		if a.cfg.Mode == JointPosition {
+			if !a.haveQ {
+				return nil // no joints yet to control from
+			}
+			x = clampAbs(a.cfg.Kp*(x-a.q[i]), a.speeds[i])
+		}
+		a.v[i] = x
+	}
+	b, err := AppendCommand(a.wbuf[:0], a.move, a.v[:]...)
+	if err != nil {
+		return err
+	}
+	if a.cfg.Watchdog > 0 {
+		b, _ = AppendCommand(b, a.watchdog, a.cfg.Watchdog.Seconds())
+	}
+	a.wbuf = b
+	if err := a.write(b); err != nil {
+		return err
+	}
+	a.streaming = true
+	if a.cfg.Watchdog > 0 {
+		a.obs.WatchdogRefreshed()
+	}
+	return nil
+}
+
+// Idle implements the plant's dead-man contract: the tick brings no fresh
+// command (the partner timed out or lost sync, or the handshake is not
+// done). The first idle tick after streaming sends zero velocity; none
+// refreshes the watchdog, so the robot stops by itself and, if the bridge
+// hung, the watchdog drops the connection (docs/meca500.md §13).
+func (a *Arm) Idle() error {
+	if err := a.ready(); err != nil {
+		return err
+	}
+	if !a.streaming {
+		return nil
+	}
+	a.streaming = false
+	return a.stop()
+}
+
+// stop sends zero velocity.
+func (a *Arm) stop() error {
+	var zero [Joints]float64
+	b, _ := AppendCommand(a.wbuf[:0], a.move, zero[:]...)
+	a.wbuf = b
+	return a.write(b)
+}
+
+// ready is nil when the robot can take motion commands: connected,
+// activated, homed, not in error, not paused, no safety stop. It allocates
+// only when it fails.
+func (a *Arm) ready() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.st.readyErr()
+}
+
+func (st *state) readyErr() error {
+	if !st.connected {
+		return st.lost
+	}
+	for i, s := range st.safety {
+		if s != 0 && i < len(slotCodes) {
+			return &SafetyStopError{Code: slotCodes[i], State: int(s)}
+		}
+	}
+	switch s := st.status; {
+	case s.Error:
+		return &RobotError{Code: st.lastError, Text: string(st.errText[:st.errLen])}
+	case !s.Activated:
+		return fmt.Errorf("%w: the robot is deactivated", ErrPolicy)
+	case !s.Homed:
+		return fmt.Errorf("%w: the robot is not homed", ErrPolicy)
+	case s.Paused:
+		return fmt.Errorf("%w: the robot's motion is paused", ErrPolicy)
+	}
+	return nil
+}
+
+// Halt implements plant.Plant. HaltHold stops the robot where it is (zero
+// velocity) and turns the watchdog off, so that the bridge stopping is not
+// a connection-drop stop; HaltTorqueOff also deactivates the robot.
+func (a *Arm) Halt(p plant.HaltPolicy) error {
+	a.wmu.Lock()
+	conn, move, watchdog := a.conn, a.move, a.watchdog
+	a.wmu.Unlock()
+	if conn == nil {
+		return nil
+	}
+	var zero [Joints]float64
+	b, _ := AppendCommand(nil, move, zero[:]...)
+	b, _ = AppendCommand(b, watchdog, 0)
+	if p == plant.HaltTorqueOff {
+		b, _ = AppendCommand(b, "PauseMotion")
+		b, _ = AppendCommand(b, "DeactivateRobot")
+	}
+	a.streaming = false
+	if err := a.writeTimeout(b, a.cfg.ReplyTimeout); err != nil {
+		return err
+	}
+	return nil
+}
+
+// write sends b with the loop's write timeout.
+func (a *Arm) write(b []byte) error { return a.writeTimeout(b, a.cfg.WriteTimeout) }
+
+func (a *Arm) writeTimeout(b []byte, d time.Duration) error {
+	a.wmu.Lock()
+	defer a.wmu.Unlock()
+	if a.conn == nil {
+		return ErrDisconnected
+	}
+	if err := a.conn.SetWriteDeadline(time.Now().Add(d)); err != nil {
+		return fmt.Errorf("%w: %w", ErrDisconnected, err)
+	}
+	if _, err := a.conn.Write(b); err != nil {
+		// A partial write leaves half a command in the stream: the
+		// connection is unusable either way.
+		a.conn.Close()
+		return fmt.Errorf("%w: writing a command: %w", ErrDisconnected, err)
+	}
+	return nil
+}
+
+// Close closes the connection and waits for its reader. The Arm can be
+// reopened afterwards.
+func (a *Arm) Close() error {
+	a.wmu.Lock()
+	conn, done := a.conn, a.done
+	a.conn = nil
+	a.wmu.Unlock()
+	if conn == nil {
+		return nil
+	}
+	err := conn.Close()
+	<-done
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	return err
+}
