@@ -29,30 +29,32 @@ var imports = map[string][]string{
 	"dynamixel":         {"plant"},
 	"realsense":         {"plant"},
 	"realsense/tracker": {"plant"},
+	"meca500":           {"plant"},
 	// … but a robot is made of devices, and a camera of a source and a
 	// tracker.
 	"emio":   {"plant", "dynamixel"},
 	"camera": {"plant", "realtime", "realsense", "realsense/tracker"},
 	// Simulators import what they simulate.
 	"dynamixel/dxlsim": {"dynamixel", "pty"},
+	"meca500/mecasim":  {},
 	"sim":              {"plant", "realtime", "emio", "camera", "dynamixel", "dynamixel/dxlsim", "realsense/tracker"},
 	// The loop, link and supervisor know no device and no configuration.
 	"bridge":    {"plant", "realtime", "simulink"},
 	"metrics":   {"plant", "simulink"},
 	"loopbench": {"bridge", "latency", "realtime", "simulink"},
 	// The configuration builds links: it may import every library.
-	"config": {".", "bridge", "camera", "dynamixel", "dynamixel/dxlsim", "emio", "metrics", "plant", "realsense",
-		"realsense/tracker", "realtime", "sim", "simulink"},
+	"config": {".", "bridge", "camera", "dynamixel", "dynamixel/dxlsim", "emio", "meca500", "meca500/mecasim", "metrics",
+		"plant", "realsense", "realsense/tracker", "realtime", "sim", "simulink"},
 	"cmd/bridge": nil, // anything but another command
 }
 
 // never lists what a protocol or device package may not depend on, even
 // through another package: the loop, the configuration, the metrics, the
 // simulators, the command.
-var never = []string{"bridge", "config", "metrics", "loopbench", "sim", "dynamixel/dxlsim", "cmd/bridge"}
+var never = []string{"bridge", "config", "metrics", "loopbench", "sim", "dynamixel/dxlsim", "meca500/mecasim", "cmd/bridge"}
 
 // drivers may not depend on one another.
-var drivers = []string{"simulink", "dynamixel", "realsense", "realsense/tracker"}
+var drivers = []string{"simulink", "dynamixel", "realsense", "realsense/tracker", "meca500"}
 
 func goList(t *testing.T, args ...string) map[string][]string {
 	t.Helper()
@@ -104,7 +106,7 @@ func TestImportRules(t *testing.T) {
 		}
 	}
 	deps := goList(t, "-deps", "-f", "{{.ImportPath}}:{{join .Deps \" \"}}", "./...")
-	for _, pkg := range []string{"plant", "simulink", "dynamixel", "realsense", "realsense/tracker", "emio", "camera"} {
+	for _, pkg := range []string{"plant", "simulink", "dynamixel", "realsense", "realsense/tracker", "meca500", "emio", "camera"} {
 		for _, d := range deps[pkg] {
 			if slices.Contains(never, d) {
 				t.Errorf("%s depends on %s: a protocol or device package knows nothing of it", pkg, d)

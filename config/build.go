@@ -31,6 +31,8 @@ type Env struct {
 	Observer simulink.Observer
 	// Partner adds the built-in Simulink stand-in of [link.partner].
 	Partner bool
+	// Faults, if set, makes the built-in partner misbehave (tests pause it).
+	Faults *simulink.Faults
 	// Ephemeral binds the master on free loopback ports instead of the
 	// configured ones, so that a simulation runs beside a real Simulink.
 	Ephemeral bool
@@ -55,6 +57,9 @@ type Built struct {
 	// Simulated is the simulated servo bus of an Emio on port = "sim" (for
 	// tests that inject faults), else nil.
 	Simulated *dxlsim.Bus
+	// Meca500 is the simulated robot of a Meca500 link with address =
+	// "sim" (for tests that inject faults), else nil.
+	Meca500 *SimMeca500
 
 	closers []func() error
 	// world runs the simulated devices (the robot itself, as far as the
@@ -250,7 +255,7 @@ func (l *Link) newPartner(mcfg simulink.MasterConfig, env Env) (*simulink.Partne
 	return simulink.NewPartner(simulink.PartnerConfig{
 		Listen: listen, Accept: accept, ReplyTo: netip.AddrPortFrom(mcfg.Remote.Addr(), mcfg.Listen.Port()),
 		MeasureLen: mcfg.MeasureLen, CommandLen: mcfg.CommandLen,
-		Delay: l.Partner.Delay, Controller: ctl, Logger: env.Logger.With("partner", l.Name),
+		Delay: l.Partner.Delay, Controller: ctl, Faults: env.Faults, Logger: env.Logger.With("partner", l.Name),
 	})
 }
 
@@ -321,8 +326,13 @@ func DimsOf(lay plant.Layout) simulink.Dims {
 			d.Hold = simulink.Span{Off: off, Len: n}
 		}
 	}
-	if off, n, ok := lay.Find("markers"); ok {
-		d.Feature = simulink.Span{Off: off, Len: n}
+	// What the partner's controllers regulate: the Emio's markers, or a
+	// robot arm's joints.
+	for _, name := range []string{"markers", "joints"} {
+		if off, n, ok := lay.Find(name); ok {
+			d.Feature = simulink.Span{Off: off, Len: n}
+			break
+		}
 	}
 	return d
 }

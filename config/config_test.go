@@ -19,8 +19,8 @@ func TestDefaultConfig(t *testing.T) {
 	if err != nil {
 		t.Fatalf("bridge.toml: %v", err)
 	}
-	if len(c.Links) != 1 {
-		t.Fatalf("%d links", len(c.Links))
+	if len(c.Links) != 2 {
+		t.Fatalf("%d links, want the Emio and the Meca500", len(c.Links))
 	}
 	l := c.Links[0]
 	p, ok := l.Plant.(*EmioPlant)

@@ -286,7 +286,6 @@ type Arm struct {
 	q              [Joints]float64
 	haveQ          bool
 	streaming      bool
-	closed         bool
 }
 
 // New checks cfg and returns an Arm, not connected: the supervisor's first

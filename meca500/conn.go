@@ -341,17 +341,11 @@ func (a *Arm) startup(ctx context.Context) error {
 	if _, err := a.request(ctx, a.silent+"GetStatusRobot", nil, 2007); err != nil {
 		return err
 	}
-	codes := []float64{2200, 2201}
-	if a.cfg.Measured {
-		codes = append(codes, 2210, 2211)
-	}
-	if err := a.send(a.silent+"SetRealTimeMonitoring", codes...); err != nil {
-		return err
-	}
-	if err := a.send(a.silent+"SetMonitoringInterval", a.cfg.MonitoringInterval.Seconds()); err != nil {
-		return err
-	}
 	st := a.snapshot()
+	// A robot found paused while active was paused by someone (a
+	// connection drop leaves it so, §9); one found deactivated is paused
+	// by its deactivation, and activating it is ours to finish.
+	pausedByOthers := st.status.Activated && st.status.Paused
 	for i, s := range st.safety {
 		if s != 0 && i < len(slotCodes) {
 			return &SafetyStopError{Code: slotCodes[i], State: int(s)}
@@ -393,10 +387,20 @@ func (a *Arm) startup(ctx context.Context) error {
 			return err
 		}
 	}
+	// Activation resets the monitoring settings (§6): set them after it.
+	codes := []float64{2200, 2201}
+	if a.cfg.Measured {
+		codes = append(codes, 2210, 2211)
+	}
+	if err := a.send(a.silent+"SetRealTimeMonitoring", codes...); err != nil {
+		return err
+	}
+	if err := a.send(a.silent+"SetMonitoringInterval", a.cfg.MonitoringInterval.Seconds()); err != nil {
+		return err
+	}
 	// Empty the queue before streaming: a velocity command would wait
 	// behind whatever another program left (§6). ClearMotion pauses.
-	paused := a.snapshot().status.Paused
-	if paused && !a.cfg.Resume {
+	if pausedByOthers && !a.cfg.Resume {
 		return fmt.Errorf("%w: the robot's motion is paused (after a connection drop it stays so) and resume = false: resume it yourself, or set resume = true", ErrPolicy)
 	}
 	if _, err := a.request(ctx, "ClearMotion", nil, 2044); err != nil {

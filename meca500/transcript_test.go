@@ -41,14 +41,19 @@ func connected(status string) []step {
 		send(frames("[2096][1]", "[2007]["+status+"]")...),
 		want("-GetStatusRobot"),
 		send("[2007][" + status + "]\x00"),
-		want("-SetRealTimeMonitoring(2200,2201)"),
-		want("-SetMonitoringInterval(0.01)"),
 	}
+}
+
+// monitoring is the monitoring set-up after activation and homing.
+func monitoring() []step {
+	return []step{want("-SetRealTimeMonitoring(2200,2201)"), want("-SetMonitoringInterval(0.01)")}
 }
 
 // streaming is the end of the start-up of an activated, homed robot.
 func streaming() []step {
 	return []step{
+		want("-SetRealTimeMonitoring(2200,2201)"),
+		want("-SetMonitoringInterval(0.01)"),
 		want("ClearMotion"),
 		send(frames("[2044][The motion was cleared.]", "[2007][1,1,0,0,1,0,0]")...),
 		want("ResumeMotion"),
@@ -186,8 +191,6 @@ func TestStartupTranscripts(t *testing.T) {
 			send("[2096][1]\x00[2007][1,1,0,0,0,0,0]\x00[2007][1,1,0,0,0,0,0]\x00"[:17], "[2096][1]\x00[2007][1,1,0,0,0,0,0]\x00"[17:]),
 			want("-GetStatusRobot"),
 			send("[2007][1,1,0,0,0,0,0]\x00"),
-			want("-SetRealTimeMonitoring(2200,2201)"),
-			want("-SetMonitoringInterval(0.01)"),
 		}, streaming()), nil},
 		{"firmware 9.1: no silent prefix", nil, []step{
 			send("[3000][Connected to Meca500 R3 v9.1.0.]\x00"),
@@ -213,7 +216,7 @@ func TestStartupTranscripts(t *testing.T) {
 		{"error kept: reset_errors = false", func(c *meca500.Config) { c.ResetErrors = false },
 			connected("1,1,0,1,0,0,0"), meca500.ErrPolicy},
 		{"paused after a connection drop: resume = false", func(c *meca500.Config) { c.Resume = false },
-			connected("1,1,0,0,1,0,0"), meca500.ErrPolicy},
+			join(connected("1,1,0,0,1,0,0"), monitoring()), meca500.ErrPolicy},
 		{"deactivated: activate = false", func(c *meca500.Config) { c.Activate = false },
 			connected("0,0,0,0,0,0,0"), meca500.ErrPolicy},
 		{"busy", nil, []step{send("[3001][Another user is already connected, closing connection.]\x00"), {close: true}}, meca500.ErrBusy},
@@ -312,8 +315,6 @@ func TestSafetyStopLeftAlone(t *testing.T) {
 		send(frames("[2096][1]", "[2007][0,1,0,0,1,0,0]")...),
 		want("-GetStatusRobot"),
 		send("[2007][0,1,0,0,1,0,0]\x00"),
-		want("-SetRealTimeMonitoring(2200,2201)"),
-		want("-SetMonitoringInterval(0.01)"),
 	})
 	f := playTranscript(t, steps)
 	arm, err := meca500.New(testConfig(f.addr()))

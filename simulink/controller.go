@@ -106,7 +106,7 @@ func (d Dims) check() error {
 // ControllerSpec is the configuration form of a Controller (a TOML table).
 // Kind selects the implementation; only the fields of that kind may be set.
 type ControllerSpec struct {
-	Kind      string    `toml:"kind"`       // hold (default), constant, sine or jacobian
+	Kind      string    `toml:"kind"`       // hold (default), constant, sine, jacobian or proportional
 	U         []float64 `toml:"u"`          // constant: the command, rad
 	Amplitude []float64 `toml:"amplitude"`  // sine: per motor, rad
 	Frequency []float64 `toml:"frequency"`  // sine: per motor, Hz
@@ -117,6 +117,7 @@ type ControllerSpec struct {
 	Y0        []float64 `toml:"y0"`         // jacobian: markers_init, Feature.Len values (empty = zeros)
 	Sat       float64   `toml:"sat"`        // jacobian: saturation, rad (0 = 1.57)
 	RateLimit float64   `toml:"rate_limit"` // jacobian: rad/s (0 = 7.906)
+	Kp        float64   `toml:"kp"`         // proportional: gain, command units per regulated unit
 }
 
 // NewController builds the controller spec describes, for vectors of shape d
@@ -128,14 +129,15 @@ func NewController(spec ControllerSpec, d Dims, rate float64) (Controller, error
 		kind = "hold"
 	}
 	allowed := map[string][]string{
-		"hold":     nil,
-		"constant": {"u"},
-		"sine":     {"amplitude", "frequency", "offset"},
-		"jacobian": {"alpha", "jinv", "r", "y0", "sat", "rate_limit"},
+		"hold":         nil,
+		"constant":     {"u"},
+		"sine":         {"amplitude", "frequency", "offset"},
+		"jacobian":     {"alpha", "jinv", "r", "y0", "sat", "rate_limit"},
+		"proportional": {"kp", "r", "sat"},
 	}
 	fields, ok := allowed[kind]
 	if !ok {
-		return nil, ctlErr("kind", "%q, want hold, constant, sine or jacobian", spec.Kind)
+		return nil, ctlErr("kind", "%q, want hold, constant, sine, jacobian or proportional", spec.Kind)
 	}
 	for _, f := range spec.setFields() {
 		if !ctlContains(fields, f) {
@@ -167,6 +169,8 @@ func NewController(spec ControllerSpec, d Dims, rate float64) (Controller, error
 			Alpha: spec.Alpha, Jinv: spec.Jinv, R: spec.R, Y0: spec.Y0,
 			Sat: spec.Sat, RateLimit: spec.RateLimit,
 		})
+	case "proportional":
+		return NewProportional(d, spec.Kp, spec.R, spec.Sat)
 	}
 	return NewHold(d)
 }
@@ -189,6 +193,7 @@ func (s *ControllerSpec) setFields() []string {
 	add("y0", len(s.Y0) > 0)
 	add("sat", s.Sat != 0)
 	add("rate_limit", s.RateLimit != 0)
+	add("kp", s.Kp != 0)
 	return f
 }
 
@@ -508,4 +513,59 @@ func (j *Jacobian) Step(_ int64, y, u []float64) {
 		}
 	}
 	copy(u, j.out)
+}
+
+// Proportional drives the regulated values (Dims.Feature, as many as
+// commands) toward a target with a saturated proportional law:
+//
+//	u = clamp(Kp·(R − y_feature), ±Sat)
+//
+// the controller of a velocity-commanded robot reaching a joint target (a
+// Meca500: joints in °, command in °/s). A measurement with a NaN commands
+// zeros, which stops such a robot.
+type Proportional struct {
+	d       Dims
+	kp, sat float64
+	r       []float64
+}
+
+// NewProportional validates its parameters for vectors of shape d.
+func NewProportional(d Dims, kp float64, r []float64, sat float64) (*Proportional, error) {
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	if d.Feature.Len != d.CommandLen {
+		return nil, ctlErr("feature", "%d regulated values for %d commands, want as many", d.Feature.Len, d.CommandLen)
+	}
+	if !(kp > 0) || math.IsInf(kp, 0) {
+		return nil, ctlErr("kp", "%v, want > 0 and finite", kp)
+	}
+	if !(sat > 0) || math.IsInf(sat, 0) {
+		return nil, ctlErr("sat", "%v, want > 0 and finite (the largest command)", sat)
+	}
+	if err := ctlCheckVec("r", r, d.Feature.Len, 0); err != nil {
+		return nil, err
+	}
+	return &Proportional{d: d, kp: kp, sat: sat, r: append([]float64(nil), r...)}, nil
+}
+
+// Dims returns the measurement and command lengths.
+func (p *Proportional) Dims() (measureLen, commandLen int) { return p.d.MeasureLen, p.d.CommandLen }
+
+// Reset does nothing: the law has no state.
+func (p *Proportional) Reset() {}
+
+// Step implements Controller.
+func (p *Proportional) Step(_ int64, y, u []float64) {
+	if len(y) != p.d.MeasureLen || len(u) != p.d.CommandLen {
+		return
+	}
+	f := y[p.d.Feature.Off:p.d.Feature.end()]
+	if !ctlFinite(f) {
+		clear(u)
+		return
+	}
+	for i, x := range f {
+		u[i] = math.Max(-p.sat, math.Min(p.sat, p.kp*(p.r[i]-x)))
+	}
 }

@@ -198,7 +198,7 @@ func TestNewControllerErrors(t *testing.T) {
 		rate             float64
 		field, inMessage string
 	}{
-		{ControllerSpec{Kind: "pid"}, emioDims(1, 4), 30, "kind", "hold, constant, sine or jacobian"},
+		{ControllerSpec{Kind: "pid"}, emioDims(1, 4), 30, "kind", "hold, constant, sine, jacobian or proportional"},
 		{ControllerSpec{Kind: "hold", U: four}, emioDims(1, 4), 30, "u", "kind \"hold\" does not use it"},
 		{ControllerSpec{Alpha: 1}, emioDims(1, 4), 30, "alpha", "does not use it"},
 		{ControllerSpec{Kind: "hold"}, Dims{MeasureLen: 7, CommandLen: 4, Hold: Span{5, 4}}, 30, "hold", "values 5..8, want within the 7 measured values"},
@@ -282,4 +282,39 @@ func BenchmarkJacobianStep(b *testing.B) {
 // coordinates each), then one angle per motor.
 func emioDims(nb, motors int) Dims {
 	return Dims{MeasureLen: 3*nb + motors, CommandLen: motors, Hold: Span{3 * nb, motors}, Feature: Span{0, 3 * nb}}
+}
+
+// The proportional law of a velocity-commanded arm: u = clamp(kp·(r − y)),
+// zeros on a NaN measurement (which stops the robot).
+func TestProportional(t *testing.T) {
+	d := Dims{MeasureLen: 4, CommandLen: 2, Feature: Span{1, 2}} // y = [t q0 q1 age]
+	p, err := NewProportional(d, 2, []float64{10, -10}, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtlSteps(t, p, []float64{9, 9}, []ctlStep{
+		{seq: 0, y: []float64{0, 9, -9, 0}, want: []float64{2, -2}},
+		{seq: 1, y: []float64{0, 0, 0, 0}, want: []float64{5, -5}},                // saturated
+		{seq: 2, y: []float64{0, 20, -10, ctlNaN}, want: []float64{-5, 0}},        // NaN outside the feature
+		{seq: 3, y: []float64{0, ctlNaN, 0, 0}, want: []float64{0, 0}},            // NaN in it: stop
+		{seq: 4, y: []float64{0, 10, -10, 0}, want: []float64{0, 0}, reset: true}, // at the target
+	})
+	for _, bad := range []struct {
+		kp, sat float64
+		r       []float64
+		field   string
+	}{
+		{0, 5, []float64{0, 0}, "kp"},
+		{1, 0, []float64{0, 0}, "sat"},
+		{1, 5, []float64{0}, "r"},
+		{1, 5, []float64{0, ctlNaN}, "r[1]"},
+	} {
+		var ce *ControllerError
+		if _, err := NewProportional(d, bad.kp, bad.r, bad.sat); !errors.As(err, &ce) || ce.Field != bad.field {
+			t.Errorf("%+v: %v", bad, err)
+		}
+	}
+	if _, err := NewProportional(Dims{MeasureLen: 4, CommandLen: 2, Feature: Span{1, 3}}, 1, []float64{0, 0, 0}, 1); err == nil {
+		t.Error("a feature longer than the command was accepted")
+	}
 }

@@ -32,6 +32,7 @@ Usage:
   bridge scan [-port SPEC]          list serial ports and find Dynamixel servos (IDs, bauds, models)
   bridge ping [-port SPEC] [-ids]   ping servos
   bridge sim servos [-ids 0,1,2,3]  serve simulated servos on a pseudo-terminal (a virtual U2D2)
+  bridge sim meca500 [-listen ADDR] serve a simulated Meca500 arm on a TCP port
   bridge cameras                    list the connected RealSense cameras by serial
   bridge track -color FILE.png      run the marker tracker on saved images (-depth, -params, -json, -mask)
   bridge bench loop|link|servos|tracker  measure the loop, a link on loopback, the servo cycle, the tracker
@@ -60,9 +61,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "run":
 		err = cmdRun(ctx, rest, stdout, stderr, false)
 	case "sim":
-		if len(rest) > 0 && rest[0] == "servos" {
+		switch {
+		case len(rest) > 0 && rest[0] == "servos":
 			err = cmdSimServos(ctx, rest[1:], stdout, stderr)
-		} else {
+		case len(rest) > 0 && rest[0] == "meca500":
+			err = cmdSimMeca500(ctx, rest[1:], stdout, stderr)
+		default:
 			err = cmdRun(ctx, rest, stdout, stderr, true)
 		}
 	case "partner":

@@ -1,0 +1,319 @@
+package config
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"time"
+
+	"github.com/labbridge/bridge/bridge"
+	"github.com/labbridge/bridge/meca500"
+	"github.com/labbridge/bridge/meca500/mecasim"
+	"github.com/labbridge/bridge/metrics"
+	"github.com/labbridge/bridge/plant"
+)
+
+// Meca500Plant is [link.plant] of kind "meca500": a Mecademic Meca500 arm
+// on its TCP control port, streaming velocities (docs/meca500.md §13), or a
+// simulated one in this process with address = "sim".
+type Meca500Plant struct {
+	KindName string `toml:"kind"`
+	// Address is the robot's host or host:port (port 10000), or "sim".
+	Address string `toml:"address"`
+	// Mode: joint_velocity (°/s), cartesian_velocity (mm/s, °/s) or
+	// joint_position (°, through the bridge's clamped P controller).
+	Mode string `toml:"mode"`
+	// Pose adds the tool pose to the measurement; Measured reads the
+	// drives' measured joints (2210) instead of the targets (2200).
+	Pose     *bool `toml:"pose"`
+	Measured bool  `toml:"measured"`
+	// SpeedFraction scales the R3's admissible speeds: what commands are
+	// clamped to. Kp is the joint_position gain (1/s).
+	SpeedFraction float64 `toml:"speed_fraction"`
+	Kp            float64 `toml:"kp"`
+	// Start-up policies.
+	ResetErrors *bool `toml:"reset_errors"`
+	Activate    *bool `toml:"activate"`
+	Home        *bool `toml:"home"`
+	Resume      *bool `toml:"resume"`
+	// The robot's dead-man switches and its monitoring period.
+	VelTimeout         Duration  `toml:"vel_timeout"`
+	Watchdog           *Duration `toml:"watchdog"`
+	MonitoringInterval Duration  `toml:"monitoring_interval"`
+	// Timeouts of the connection.
+	ConnectTimeout Duration `toml:"connect_timeout"`
+	ReplyTimeout   Duration `toml:"reply_timeout"`
+	StartupTimeout Duration `toml:"startup_timeout"`
+	WriteTimeout   Duration `toml:"write_timeout"`
+	Silence        Duration `toml:"silence"`
+	// Sim is the simulated robot of address = "sim".
+	Sim Meca500Sim `toml:"sim"`
+
+	mode meca500.Mode
+}
+
+// Meca500Sim is [link.plant.sim]: the simulated Meca500.
+type Meca500Sim struct {
+	Firmware string    `toml:"firmware"`
+	Initial  []float64 `toml:"initial"`
+}
+
+// Kind implements Plant.
+func (p *Meca500Plant) Kind() string { return "meca500" }
+
+func (p *Meca500Plant) defaults(l *Link) {
+	if p.Address == "" {
+		p.Address = "sim"
+	}
+	if p.Mode == "" {
+		p.Mode = "joint_velocity"
+	}
+	p.mode, _ = meca500.ParseMode(p.Mode)
+	setDefault(&p.Pose, true)
+	if p.SpeedFraction == 0 {
+		p.SpeedFraction = 0.25
+	}
+	if p.Kp == 0 {
+		p.Kp = 2
+	}
+	setDefault(&p.ResetErrors, false)
+	setDefault(&p.Activate, true)
+	setDefault(&p.Home, true)
+	setDefault(&p.Resume, true)
+	if p.VelTimeout.Duration == 0 {
+		p.VelTimeout.Duration = 50 * time.Millisecond
+	}
+	period := time.Second
+	if l.RateHz > 0 && !math.IsInf(l.RateHz, 0) {
+		period = l.Period()
+	}
+	if p.Watchdog == nil {
+		// mecademicpy's rule (docs/meca500.md §9): 4 periods, at least 0.25 s.
+		p.Watchdog = &Duration{max(4*period, 250*time.Millisecond)}
+	}
+	if p.MonitoringInterval.Duration == 0 {
+		p.MonitoringInterval.Duration = min(max(period, time.Millisecond), time.Second)
+	}
+	defaultDuration(&p.ConnectTimeout, time.Second)
+	defaultDuration(&p.ReplyTimeout, 2*time.Second)
+	defaultDuration(&p.StartupTimeout, 30*time.Second)
+	defaultDuration(&p.WriteTimeout, 2*time.Millisecond)
+	defaultDuration(&p.Silence, time.Second)
+	if p.Sim.Firmware == "" {
+		p.Sim.Firmware = "9.3.0"
+	}
+	if p.Sim.Initial == nil {
+		p.Sim.Initial = make([]float64, meca500.Joints)
+	}
+}
+
+func setDefault(b **bool, v bool) {
+	if *b == nil {
+		*b = &v
+	}
+}
+
+func defaultDuration(d *Duration, v time.Duration) {
+	if d.Duration == 0 {
+		d.Duration = v
+	}
+}
+
+func (p *Meca500Plant) validate(l *Link, v *validator) {
+	if _, err := meca500.ParseMode(p.Mode); err != nil {
+		v.bad("plant.mode", quote(p.Mode), "joint_velocity, cartesian_velocity or joint_position")
+	}
+	if p.Address != "sim" {
+		if _, _, err := net.SplitHostPort(p.Address); err != nil && net.ParseIP(p.Address) == nil && !validHostname(p.Address) {
+			v.bad("plant.address", quote(p.Address), `"sim", a host such as "192.168.0.100", or host:port`)
+		}
+	}
+	if !(p.SpeedFraction > 0 && p.SpeedFraction <= 1) {
+		v.bad("plant.speed_fraction", p.SpeedFraction, "0 < f ≤ 1 (a fraction of the R3's admissible speeds)")
+	}
+	if !(p.Kp > 0 && p.Kp <= 100) {
+		v.bad("plant.kp", p.Kp, "0 < kp ≤ 100 (1/s)")
+	}
+	period := time.Duration(0)
+	if l.RateHz > 0 && !math.IsInf(l.RateHz, 0) {
+		period = l.Period()
+	}
+	if d := p.VelTimeout.Duration; d < time.Millisecond || d > time.Second {
+		v.bad("plant.vel_timeout", d, "1ms..1s (SetVelTimeout)")
+	} else if d <= period {
+		v.bad("plant.vel_timeout", d, fmt.Sprintf("longer than the link's period %v, or the robot stops between ticks (3 to 5 periods is right)", period))
+	}
+	if d := p.Watchdog.Duration; d != 0 && (d < time.Millisecond || d > time.Hour) {
+		v.bad("plant.watchdog", d, "0 (off) or 1ms..1h (ConnectionWatchdog)")
+	} else if d != 0 && d <= 2*period {
+		v.bad("plant.watchdog", d, fmt.Sprintf("0 (off) or more than two periods (%v): it is refreshed once a tick", 2*period))
+	}
+	if d := p.MonitoringInterval.Duration; d < time.Millisecond || d > time.Second {
+		v.bad("plant.monitoring_interval", d, "1ms..1s (SetMonitoringInterval)")
+	} else if period > 0 && d > period {
+		v.bad("plant.monitoring_interval", d, fmt.Sprintf("at most the link's period %v, so that every tick has a fresh sample", period))
+	}
+	for _, d := range []struct {
+		key    string
+		d      Duration
+		lo, hi time.Duration
+	}{
+		{"connect_timeout", p.ConnectTimeout, 10 * time.Millisecond, time.Minute},
+		{"reply_timeout", p.ReplyTimeout, 10 * time.Millisecond, time.Minute},
+		{"startup_timeout", p.StartupTimeout, time.Second, 10 * time.Minute},
+		{"write_timeout", p.WriteTimeout, 100 * time.Microsecond, time.Second},
+		{"silence", p.Silence, 10 * time.Millisecond, time.Minute},
+	} {
+		if d.d.Duration < d.lo || d.d.Duration > d.hi {
+			v.bad("plant."+d.key, d.d.Duration, fmt.Sprintf("%v..%v", d.lo, d.hi))
+		}
+	}
+	if _, err := meca500.ParseVersion(p.Sim.Firmware); err != nil {
+		v.bad("plant.sim.firmware", quote(p.Sim.Firmware), `a version such as "9.3.0" or "10.2.1"`)
+	}
+	if len(p.Sim.Initial) != meca500.Joints {
+		v.bad("plant.sim.initial", p.Sim.Initial, "6 joint angles (°)")
+	} else {
+		lim := meca500.JointLimits()
+		for i, q := range p.Sim.Initial {
+			if !(q >= lim[i][0] && q <= lim[i][1]) {
+				v.bad(fmt.Sprintf("plant.sim.initial[%d]", i), q, fmt.Sprintf("%v..%v° (joint %d's range)", lim[i][0], lim[i][1], i+1))
+			}
+		}
+	}
+}
+
+// validHostname accepts a DNS name: letters, digits, dots and dashes.
+func validHostname(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// Layout implements Plant.
+func (p *Meca500Plant) Layout() plant.Layout { return meca500.Layout(p.mode, *p.Pose) }
+
+// Limits implements Plant: the R3's ranges at speed_fraction.
+func (p *Meca500Plant) Limits() []bridge.Limit {
+	lim := meca500.Limits(p.mode, p.SpeedFraction)
+	out := make([]bridge.Limit, len(lim))
+	for i, l := range lim {
+		out[i] = bridge.Limit{Min: l[0], Max: l[1]}
+	}
+	return out
+}
+
+// Clocks implements Plant: a timer only.
+func (p *Meca500Plant) Clocks() []string { return nil }
+
+// Simulated implements Plant.
+func (p *Meca500Plant) Simulated() bool { return p.Address == "sim" }
+
+// Summary implements Plant.
+func (p *Meca500Plant) Summary() string {
+	where := "a simulated Meca500 (firmware " + p.Sim.Firmware + ")"
+	if p.Address != "sim" {
+		where = "the Meca500 at " + p.Address
+	}
+	wd := "off"
+	if p.Watchdog.Duration > 0 {
+		wd = p.Watchdog.Duration.String()
+	}
+	return fmt.Sprintf("meca500 plant: %s, %s at %g %% of the R3's speeds, velocity timeout %v, watchdog %s",
+		where, p.Mode, 100*p.SpeedFraction, p.VelTimeout.Duration, wd)
+}
+
+func (p *Meca500Plant) build(b *builder) (*parts, error) {
+	ps := &parts{}
+	log := b.env.Logger.With("link", b.link.Name)
+	cfg := meca500.Config{
+		Address: p.Address, Mode: p.mode, Pose: *p.Pose, Measured: p.Measured,
+		SpeedFraction: p.SpeedFraction, Kp: p.Kp,
+		ResetErrors: *p.ResetErrors, Activate: *p.Activate, Home: *p.Home, Resume: *p.Resume,
+		VelTimeout: p.VelTimeout.Duration, Watchdog: p.Watchdog.Duration, MonitoringInterval: p.MonitoringInterval.Duration,
+		ConnectTimeout: p.ConnectTimeout.Duration, ReplyTimeout: p.ReplyTimeout.Duration,
+		StartupTimeout: p.StartupTimeout.Duration, WriteTimeout: p.WriteTimeout.Duration, Silence: p.Silence.Duration,
+		Logger: log,
+	}
+	if p.Address == "sim" {
+		robot, err := p.simulatedRobot(b)
+		if err != nil {
+			return nil, err
+		}
+		b.built.Meca500 = robot
+		cfg.Address = robot.addr
+	}
+	// The metrics' sample age reads the arm, which exists from here on,
+	// before any scrape can run.
+	var arm *meca500.Arm
+	if b.env.Metrics != nil {
+		relay, err := b.env.Metrics.Relay(b.link.Name, func() float64 { return arm.SampleAge() })
+		if err != nil {
+			return nil, err
+		}
+		cfg.Observer = relayObserver{relay}
+	}
+	arm, err := meca500.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ps.plant = arm
+	ps.closers = append(ps.closers, arm.Close)
+	// Connect now, as the Emio's servos are opened now; a robot that is
+	// not there yet leaves the link degraded and the supervisor retries.
+	ctx, cancel := context.WithTimeout(context.Background(), p.ConnectTimeout.Duration+p.StartupTimeout.Duration)
+	defer cancel()
+	ps.openErr = arm.Open(ctx)
+	return ps, nil
+}
+
+// SimMeca500 is a simulated Meca500 served for the life of a built link.
+type SimMeca500 struct {
+	*mecasim.Robot
+	addr string
+}
+
+// Addr is the simulated robot's control port.
+func (s *SimMeca500) Addr() string { return s.addr }
+
+// simulatedRobot serves a simulated Meca500 on a free loopback port until
+// the built link is closed.
+func (p *Meca500Plant) simulatedRobot(b *builder) (*SimMeca500, error) {
+	var initial [meca500.Joints]float64
+	copy(initial[:], p.Sim.Initial)
+	robot, err := mecasim.New(mecasim.Config{
+		Firmware: p.Sim.Firmware, Initial: initial,
+		Logger: b.env.Logger.With("link", b.link.Name, "device", "simulated meca500"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("config: a port for the simulated Meca500: %w", err)
+	}
+	b.world("simulated meca500", func(ctx context.Context) error {
+		defer ln.Close()
+		return robot.Serve(ctx, ln)
+	})
+	return &SimMeca500{Robot: robot, addr: ln.Addr().String()}, nil
+}
+
+// relayObserver hands the arm's observations to the relay metrics.
+type relayObserver struct{ r *metrics.Relay }
+
+func (o relayObserver) State(s meca500.Status) {
+	o.r.RobotState(s.Activated, s.Homed, s.Error, s.Paused)
+}
+func (o relayObserver) Error(code int)             { o.r.RobotError(code) }
+func (o relayObserver) SafetyStop(code, state int) { o.r.SafetyStop(code, state) }
+func (o relayObserver) BufferFull()                { o.r.BufferFull() }
+func (o relayObserver) Connected()                 { o.r.Connected() }
+func (o relayObserver) WatchdogRefreshed()         { o.r.WatchdogRefreshed() }
