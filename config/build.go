@@ -33,6 +33,9 @@ type Env struct {
 	Partner bool
 	// Faults, if set, makes the built-in partner misbehave (tests pause it).
 	Faults *simulink.Faults
+	// Loop also sees every tick of the link's loop (a benchmark's lateness
+	// histogram); nil: none.
+	Loop bridge.LoopObserver
 	// Ephemeral binds the master on free loopback ports instead of the
 	// configured ones, so that a simulation runs beside a real Simulink.
 	Ephemeral bool
@@ -176,6 +179,12 @@ func (l *Link) Build(env Env) (bb *Built, err error) {
 	var cmdObs bridge.CommandObserver
 	if built.Metrics != nil {
 		loopObs, cmdObs = built.Metrics, built.Metrics
+	}
+	switch {
+	case env.Loop != nil && loopObs != nil:
+		loopObs = loopFanout{loopObs, env.Loop}
+	case env.Loop != nil:
+		loopObs = env.Loop
 	}
 	if built.Link, err = bridge.NewLink(lcfg, ps.plant, built.Master, env.Clock, loopObs, cmdObs, env.Logger); err != nil {
 		return nil, err
@@ -341,6 +350,18 @@ func DimsOf(lay plant.Layout) simulink.Dims {
 // plant's shape.
 func (l *Link) Controller() (simulink.Controller, error) {
 	return simulink.NewController(l.Partner.Controller, l.Dims(), l.RateHz)
+}
+
+// loopFanout sends the loop's observations to two observers.
+type loopFanout struct{ a, b bridge.LoopObserver }
+
+func (f loopFanout) ObserveTick(lateNs, workNs int64) {
+	f.a.ObserveTick(lateNs, workNs)
+	f.b.ObserveTick(lateNs, workNs)
+}
+func (f loopFanout) ObserveOverrun(periods int) {
+	f.a.ObserveOverrun(periods)
+	f.b.ObserveOverrun(periods)
 }
 
 // fanout sends the master's observations to two observers.

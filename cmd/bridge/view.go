@@ -56,11 +56,13 @@ func writeVector(sb *strings.Builder, name, unit string, v []float64) {
 		if j > 0 {
 			sb.WriteByte(' ')
 		}
-		switch unit {
-		case "rad":
+		switch {
+		case unit == "rad":
 			fmt.Fprintf(sb, "%+.3f", x)
-		case "mm":
+		case strings.Contains(unit, "mm") || strings.Contains(unit, "deg"):
 			fmt.Fprintf(sb, "%.1f", x)
+		case unit == "s":
+			fmt.Fprintf(sb, "%.3f", x)
 		default:
 			fmt.Fprintf(sb, "%g", x)
 		}
