@@ -79,6 +79,12 @@ func exported(t *testing.T) map[string]bool {
 	if _, err := set.Camera("emio", time.Second/30); err != nil {
 		t.Fatal(err)
 	}
+	relay, err := set.Relay("meca500", func() float64 { return 0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	relay.RobotError(1011) // vectors show once they have a child
+	relay.SafetyStop(3070, 1)
 	fams, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
