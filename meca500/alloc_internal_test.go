@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"testing"
+	"time"
 )
 
 // A tick of a Meca500 link allocates nothing: the reader parsing a
@@ -16,14 +17,19 @@ func TestTickAllocatesNothing(t *testing.T) {
 	}
 	defer ln.Close()
 	go func() {
-		c, err := ln.Accept()
-		if err == nil {
-			io.Copy(io.Discard, c)
-			c.Close()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				io.Copy(io.Discard, c)
+				c.Close()
+			}()
 		}
 	}()
 	for _, mode := range []Mode{JointVelocity, CartesianVelocity, JointPosition} {
-		a, err := New(Config{Address: ln.Addr().String(), Mode: mode, Pose: true, Watchdog: 1e9})
+		a, err := New(Config{Address: ln.Addr().String(), Mode: mode, Pose: true, Watchdog: 1e9, WriteTimeout: 10 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -270,14 +270,7 @@ func TestStreamingTranscript(t *testing.T) {
 		want("-ConnectionWatchdog(0.25)"),
 	})
 	f := playTranscript(t, steps)
-	arm, err := meca500.New(testConfig(f.addr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer arm.Close()
-	if err := arm.Open(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	arm := openArm(t, testConfig(f.addr()))
 	m := make([]float64, arm.MeasureLen())
 	if err := arm.Measure(m); err != nil {
 		t.Fatal(err)
@@ -317,17 +310,11 @@ func TestSafetyStopLeftAlone(t *testing.T) {
 		send("[2007][0,1,0,0,1,0,0]\x00"),
 	})
 	f := playTranscript(t, steps)
-	arm, err := meca500.New(testConfig(f.addr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer arm.Close()
-	if err := arm.Open(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	arm := openArm(t, testConfig(f.addr()))
 	var stop *meca500.SafetyStopError
 	deadline := time.Now().Add(20 * time.Second)
-	for err = arm.Idle(); !errors.As(err, &stop) && time.Now().Before(deadline); err = arm.Idle() {
+	err := arm.Idle()
+	for ; !errors.As(err, &stop) && time.Now().Before(deadline); err = arm.Idle() {
 		time.Sleep(time.Millisecond)
 	}
 	if stop == nil || stop.Code != 3070 {
@@ -347,18 +334,12 @@ func TestConnectionLossAndAbsence(t *testing.T) {
 	f := playTranscript(t, join(connected("1,1,0,0,0,0,0"), streaming(), []step{{close: true}}))
 	cfg := testConfig(f.addr())
 	cfg.ConnectTimeout = 300 * time.Millisecond
-	arm, err := meca500.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer arm.Close()
-	if err := arm.Open(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	arm := openArm(t, cfg)
 	f.wait(t)
 	m := make([]float64, arm.MeasureLen())
 	deadline := time.Now().Add(20 * time.Second)
-	for err = arm.Measure(m); err == nil && time.Now().Before(deadline); err = arm.Measure(m) {
+	err := arm.Measure(m)
+	for ; err == nil && time.Now().Before(deadline); err = arm.Measure(m) {
 		time.Sleep(time.Millisecond)
 	}
 	if !errors.Is(err, meca500.ErrDisconnected) {
@@ -370,6 +351,21 @@ func TestConnectionLossAndAbsence(t *testing.T) {
 		t.Fatalf("reopen with no robot: %v", err)
 	}
 	t.Logf("the user reads: %v", err)
+}
+
+// openArm connects an arm and runs its start-up; it is closed when the
+// test ends.
+func openArm(t *testing.T, cfg meca500.Config) *meca500.Arm {
+	t.Helper()
+	arm, err := meca500.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { arm.Close() })
+	if err := arm.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return arm
 }
 
 func equal(a, b []float64) bool {
