@@ -219,8 +219,12 @@ func (a *Arm) handle(frame []byte) {
 		return
 	case c > 1000 && c < 2000, c == 3005, c == 3006, c == 3029, c == 3041, c == 3049:
 		st.errors++
-		st.lastError = c
-		st.errLen = copy(st.errText[:], m.Payload)
+		// 1011 (a command refused because the robot is in error) would
+		// hide the error that put it there: keep the cause.
+		if c != 1011 || !st.status.Error || st.lastError == 0 {
+			st.lastError = c
+			st.errLen = copy(st.errText[:], m.Payload)
+		}
 		a.mu.Unlock()
 		a.obs.Error(c)
 		a.log.Warn("the robot reports an error", "code", c, "text", string(m.Payload))
