@@ -30,6 +30,9 @@ var imports = map[string][]string{
 	"realsense":         {"plant"},
 	"realsense/tracker": {"plant"},
 	"meca500":           {"plant"},
+	"zmtp":              {},
+	// A V-REP scene speaks AZ, or the ZMQ remote API over ZMTP.
+	"vrep": {"plant", "zmtp"},
 	// … but a robot is made of devices, and a camera of a source and a
 	// tracker.
 	"emio":   {"plant", "dynamixel"},
@@ -37,6 +40,7 @@ var imports = map[string][]string{
 	// Simulators import what they simulate.
 	"dynamixel/dxlsim": {"dynamixel", "pty"},
 	"meca500/mecasim":  {},
+	"vrep/vrepsim":     {"zmtp"},
 	"sim":              {"plant", "realtime", "emio", "camera", "dynamixel", "dynamixel/dxlsim", "realsense/tracker"},
 	// The loop, link and supervisor know no device and no configuration.
 	"bridge":    {"plant", "realtime", "simulink"},
@@ -44,17 +48,17 @@ var imports = map[string][]string{
 	"loopbench": {"bridge", "latency", "realtime", "simulink"},
 	// The configuration builds links: it may import every library.
 	"config": {".", "bridge", "camera", "dynamixel", "dynamixel/dxlsim", "emio", "meca500", "meca500/mecasim", "metrics",
-		"plant", "realsense", "realsense/tracker", "realtime", "sim", "simulink"},
+		"plant", "vrep", "vrep/vrepsim", "realsense", "realsense/tracker", "realtime", "sim", "simulink"},
 	"cmd/bridge": nil, // anything but another command
 }
 
 // never lists what a protocol or device package may not depend on, even
 // through another package: the loop, the configuration, the metrics, the
 // simulators, the command.
-var never = []string{"bridge", "config", "metrics", "loopbench", "sim", "dynamixel/dxlsim", "meca500/mecasim", "cmd/bridge"}
+var never = []string{"bridge", "config", "metrics", "loopbench", "sim", "dynamixel/dxlsim", "meca500/mecasim", "vrep/vrepsim", "cmd/bridge"}
 
 // drivers may not depend on one another.
-var drivers = []string{"simulink", "dynamixel", "realsense", "realsense/tracker", "meca500"}
+var drivers = []string{"simulink", "dynamixel", "realsense", "realsense/tracker", "meca500", "vrep"}
 
 func goList(t *testing.T, args ...string) map[string][]string {
 	t.Helper()
@@ -106,7 +110,7 @@ func TestImportRules(t *testing.T) {
 		}
 	}
 	deps := goList(t, "-deps", "-f", "{{.ImportPath}}:{{join .Deps \" \"}}", "./...")
-	for _, pkg := range []string{"plant", "simulink", "dynamixel", "realsense", "realsense/tracker", "meca500", "emio", "camera"} {
+	for _, pkg := range []string{"plant", "simulink", "zmtp", "dynamixel", "realsense", "realsense/tracker", "meca500", "vrep", "emio", "camera"} {
 		for _, d := range deps[pkg] {
 			if slices.Contains(never, d) {
 				t.Errorf("%s depends on %s: a protocol or device package knows nothing of it", pkg, d)

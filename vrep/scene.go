@@ -1,0 +1,743 @@
+package vrep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/labbridge/bridge/plant"
+)
+
+// Protocol is how the scene is reached.
+type Protocol uint8
+
+// Protocols.
+const (
+	// AZ is the seed's socket exchange (docs/vrep.md §1).
+	AZ Protocol = iota
+	// ZMQ is CoppeliaSim's ZMQ remote API, protocol version 2 (§4).
+	ZMQ
+)
+
+func (p Protocol) String() string {
+	if p == ZMQ {
+		return "zmq"
+	}
+	return "az"
+}
+
+// ParseProtocol parses "az" or "zmq".
+func ParseProtocol(s string) (Protocol, error) {
+	switch s {
+	case "az":
+		return AZ, nil
+	case "zmq":
+		return ZMQ, nil
+	}
+	return 0, fmt.Errorf("%w: protocol %q: want az or zmq", ErrConfig, s)
+}
+
+// Mode is what the command sets on the joints.
+type Mode uint8
+
+// Modes.
+const (
+	// Velocity sets the joints' target velocities (rad/s).
+	Velocity Mode = iota
+	// Position sets the joints' target positions (rad); ZMQ only.
+	Position
+)
+
+func (m Mode) String() string {
+	if m == Position {
+		return "position"
+	}
+	return "velocity"
+}
+
+// ParseMode parses "velocity" or "position".
+func ParseMode(s string) (Mode, error) {
+	switch s {
+	case "velocity":
+		return Velocity, nil
+	case "position":
+		return Position, nil
+	}
+	return 0, fmt.Errorf("%w: mode %q: want velocity or position", ErrConfig, s)
+}
+
+// The elements of an AZ link's vectors, as the configuration names them.
+const (
+	SimTime    = "sim_time"
+	LeftAngle  = "left_angle"
+	RightAngle = "right_angle"
+	LeftSpeed  = "left_speed"
+	RightSpeed = "right_speed"
+)
+
+// AZMeasureNames and AZCommandNames are every element an AZ link can carry,
+// in the default order.
+var (
+	AZMeasureNames = []string{SimTime, LeftAngle, RightAngle}
+	AZCommandNames = []string{LeftSpeed, RightSpeed}
+)
+
+// DefaultJoints are the joints of the seed's scene, by object path.
+var DefaultJoints = []string{"/MotorLeft", "/MotorRight"}
+
+// MaxJoints bounds the joints of a ZMQ scene.
+const MaxJoints = 64
+
+// Observer sees what happens between the bridge and the scene (metrics).
+// Superseded and DeadmanStop run on the loop thread and must not allocate;
+// the others run on the scene's worker or the supervisor's goroutine.
+type Observer interface {
+	// Exchanged: one tick's exchange succeeded in rtt; the scene's clock
+	// read simTime seconds.
+	Exchanged(rtt time.Duration, simTime float64)
+	// Failed: an exchange failed.
+	Failed(r Reason)
+	// Reconnected: the scene answers again after the link was degraded.
+	Reconnected()
+	// Restarted: the scene's simulation time went backwards.
+	Restarted()
+	// Superseded: a tick's command was replaced by the next before the
+	// worker could send it (the scene is slower than the link's rate).
+	Superseded()
+	// DeadmanStop: no fresh command for VelTimeout; the wheels were
+	// commanded to stop.
+	DeadmanStop()
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Exchanged(time.Duration, float64) {}
+func (nopObserver) Failed(Reason)                    {}
+func (nopObserver) Reconnected()                     {}
+func (nopObserver) Restarted()                       {}
+func (nopObserver) Superseded()                      {}
+func (nopObserver) DeadmanStop()                     {}
+
+// Config configures a Scene.
+type Config struct {
+	Protocol Protocol
+	// Address is the scene's host:port: DefaultAZAddress or
+	// DefaultZMQAddress when empty.
+	Address string
+	// Timeout bounds one tick's exchange with the scene: the AZ
+	// connection, request and reply, or the ZMQ calls of a tick.
+	Timeout time.Duration
+	// MaxFailures is how many exchanges in a row may fail before the link
+	// is told the device is down; the ones before are counted and the last
+	// measurement kept (3).
+	MaxFailures int
+
+	// Measure and Command map an AZ link's vectors: the elements of the
+	// measurement (SimTime, LeftAngle, RightAngle, each at most once) and
+	// of the command (LeftSpeed and RightSpeed, once each), in the order
+	// Simulink sees them. Empty: the defaults.
+	Measure, Command []string
+
+	// Joints are a ZMQ scene's joints by object path (DefaultJoints).
+	Joints []string
+	// Mode: what a ZMQ command sets; AZ is always Velocity.
+	Mode Mode
+	// Stepping calls sim.step once per tick: the simulation advances in
+	// lock step with the link (ZMQ only).
+	Stepping bool
+	// Start starts a stopped simulation (ZMQ only); false leaves the link
+	// degraded until someone presses Play.
+	Start bool
+	// ClientTimeout is how long CoppeliaSim keeps this client's state,
+	// its stepping included, once the bridge stops calling (5 s).
+	ClientTimeout time.Duration
+
+	// Limits bound each command element, in command order: what the link
+	// clamps to. Velocities beyond them are clamped here again.
+	Limits [][2]float64
+	// VelTimeout is the dead-man of a velocity command: this long without
+	// a fresh command from Simulink, the joints are commanded zero.
+	VelTimeout time.Duration
+
+	Logger   *slog.Logger
+	Observer Observer
+	// Now reads the clock of the dead-man; nil: time.Now.
+	Now func() time.Time
+	// Dial connects (ZMQ); nil: a net.Dialer.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+func (c *Config) defaults() {
+	if c.Address == "" {
+		c.Address = DefaultAZAddress
+		if c.Protocol == ZMQ {
+			c.Address = DefaultZMQAddress
+		}
+	}
+	if c.Timeout == 0 {
+		c.Timeout = 50 * time.Millisecond
+	}
+	if c.MaxFailures == 0 {
+		c.MaxFailures = 3
+	}
+	if c.Protocol == AZ {
+		if len(c.Measure) == 0 {
+			c.Measure = AZMeasureNames
+		}
+		if len(c.Command) == 0 {
+			c.Command = AZCommandNames
+		}
+	} else if len(c.Joints) == 0 {
+		c.Joints = DefaultJoints
+	}
+	if c.ClientTimeout == 0 {
+		c.ClientTimeout = 5 * time.Second
+	}
+	if c.VelTimeout == 0 {
+		c.VelTimeout = 150 * time.Millisecond
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Observer == nil {
+		c.Observer = nopObserver{}
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+func (c *Config) check() error {
+	bad := func(key string, v any, want string) error {
+		return fmt.Errorf("%w: %s = %v, want %s", ErrConfig, key, v, want)
+	}
+	if _, _, err := net.SplitHostPort(c.Address); err != nil {
+		return bad("address", fmt.Sprintf("%q", c.Address), "host:port such as "+DefaultAZAddress)
+	}
+	if c.Timeout < 100*time.Microsecond || c.Timeout > 10*time.Second {
+		return bad("timeout", c.Timeout, "100µs..10s")
+	}
+	if c.MaxFailures < 1 || c.MaxFailures > 1000 {
+		return bad("max_failures", c.MaxFailures, "1..1000")
+	}
+	if c.VelTimeout < time.Millisecond || c.VelTimeout > time.Minute {
+		return bad("vel_timeout", c.VelTimeout, "1ms..1m")
+	}
+	if c.Protocol == AZ {
+		if c.Mode != Velocity {
+			return bad("mode", c.Mode, "velocity: the AZ script sets target velocities")
+		}
+		if err := checkNames("measure", c.Measure, AZMeasureNames, 1); err != nil {
+			return err
+		}
+		if err := checkNames("command", c.Command, AZCommandNames, len(AZCommandNames)); err != nil {
+			return err
+		}
+	} else {
+		if len(c.Joints) > MaxJoints {
+			return bad("joints", len(c.Joints), fmt.Sprintf("at most %d joints", MaxJoints))
+		}
+		for i, j := range c.Joints {
+			if j == "" || strings.ContainsAny(j, "\x00\n") {
+				return bad(fmt.Sprintf("joints[%d]", i), fmt.Sprintf("%q", j), `an object path such as "/MotorLeft"`)
+			}
+		}
+		if c.ClientTimeout < time.Second || c.ClientTimeout > time.Hour {
+			return bad("client_timeout", c.ClientTimeout, "1s..1h")
+		}
+	}
+	n := c.commandLen()
+	if c.Limits != nil && len(c.Limits) != n {
+		return bad("limits", len(c.Limits), fmt.Sprintf("%d ranges, one per command element", n))
+	}
+	for i, l := range c.Limits {
+		if !(l[0] <= l[1]) || math.Abs(l[0]) > math.MaxFloat32 || math.Abs(l[1]) > math.MaxFloat32 {
+			return bad(fmt.Sprintf("limits[%d]", i), l, "min ≤ max, both finite float32 values")
+		}
+	}
+	return nil
+}
+
+// checkNames checks a mapping: names from allowed, each at most once, and
+// at least least of them.
+func checkNames(key string, names, allowed []string, least int) error {
+	seen := map[string]bool{}
+	for i, n := range names {
+		if !slices.Contains(allowed, n) {
+			return fmt.Errorf("%w: %s[%d] = %q, want one of %s", ErrConfig, key, i, n, strings.Join(allowed, ", "))
+		}
+		if seen[n] {
+			return fmt.Errorf("%w: %s names %q twice", ErrConfig, key, n)
+		}
+		seen[n] = true
+	}
+	if len(names) < least {
+		return fmt.Errorf("%w: %s = %q, want %d of %s", ErrConfig, key, names, least, strings.Join(allowed, ", "))
+	}
+	return nil
+}
+
+func (c *Config) commandLen() int {
+	if c.Protocol == AZ {
+		return len(c.Command)
+	}
+	return len(c.Joints)
+}
+
+// Layout is the shape of a scene link's vectors: for AZ, the mapped
+// elements, consecutive angles (speeds) grouped into one field "angles"
+// ("speeds"); for ZMQ, the simulation time then the joints' angles, and
+// the joints' speeds or angles. It fills the defaults of an incomplete
+// configuration.
+func Layout(cfg Config) plant.Layout {
+	cfg.defaults()
+	var lay plant.Layout
+	if cfg.Protocol == ZMQ {
+		lay.Measure = []plant.Field{{Name: "sim_time", Unit: "s", Len: 1}, {Name: "angles", Unit: "rad", Len: len(cfg.Joints)}}
+		if cfg.Mode == Position {
+			lay.Command = []plant.Field{{Name: "angles", Unit: "rad", Len: len(cfg.Joints)}}
+		} else {
+			lay.Command = []plant.Field{{Name: "speeds", Unit: "rad/s", Len: len(cfg.Joints)}}
+		}
+		return lay
+	}
+	group := func(fs []plant.Field, name, unit string) []plant.Field {
+		if k := len(fs) - 1; k >= 0 && fs[k].Name == name {
+			fs[k].Len++
+			return fs
+		}
+		return append(fs, plant.Field{Name: name, Unit: unit, Len: 1})
+	}
+	for _, n := range cfg.Measure {
+		if n == SimTime {
+			lay.Measure = group(lay.Measure, "sim_time", "s")
+		} else {
+			lay.Measure = group(lay.Measure, "angles", "rad")
+		}
+	}
+	for range cfg.Command {
+		lay.Command = group(lay.Command, "speeds", "rad/s")
+	}
+	return lay
+}
+
+// sample is one reading of the scene: its time and the joints' angles.
+type sample struct {
+	time float64
+	q    []float64
+}
+
+// backend is one way of talking to the scene. Only one goroutine at a time
+// uses it (Scene.bmu).
+type backend interface {
+	// open connects and prepares the scene (ZMQ: handles, stepping).
+	open(ctx context.Context) error
+	// step is one tick's I/O: set the joints' targets (if set), advance
+	// the simulation one step (if advance and stepping), read s.
+	step(set bool, targets []float64, advance bool, s *sample) error
+	// halt applies the halt policy.
+	halt(p plant.HaltPolicy, targets []float64) error
+	close() error
+}
+
+// Scene is a V-REP or CoppeliaSim scene as a plant. Measure, Command and
+// Idle run on the loop thread and never wait on TCP: Command and Idle hand
+// the tick's targets to the worker (Serve), which makes the exchange; the
+// next tick's Measure copies the newest reply. A tick whose targets the
+// worker had no time to send is superseded by the next, and counted.
+type Scene struct {
+	cfg    Config
+	log    *slog.Logger
+	obs    Observer
+	layout plant.Layout
+	n      int   // joints
+	mIdx   []int // measurement element → 0 (time) or 1+joint
+	cIdx   []int // command element → joint
+	limits [][2]float64
+
+	// The loop thread's.
+	held      []float64 // the last good targets, by joint
+	haveHeld  bool
+	stopped   bool         // the dead-man has stopped the joints
+	lastFresh atomic.Int64 // unix ns of the last fresh command
+
+	// The mailbox, loop → worker.
+	mu      sync.Mutex
+	next    []float64
+	nextSet bool
+	posted  bool
+	wake    chan struct{}
+	// Published by the worker and Reopen, read by Measure.
+	smp      sample
+	have     bool
+	fail     error
+	failures int // in a row
+	restarts uint64
+	lastRTT  time.Duration
+	count    uint64
+
+	// The backend: the worker, Reopen, Halt and Close take turns.
+	bmu    sync.Mutex
+	be     backend
+	closed bool
+	work   sample
+	wt, rt []float64 // targets: the worker's, and Reopen's and Halt's (under bmu)
+}
+
+// New checks cfg and returns a Scene, not connected: Open (or the
+// supervisor's Reopen) connects, Serve runs its worker.
+func New(cfg Config) (*Scene, error) {
+	cfg.defaults()
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	s := &Scene{cfg: cfg, log: cfg.Logger.With("scene", cfg.Address), obs: cfg.Observer, layout: Layout(cfg),
+		wake: make(chan struct{}, 1)}
+	if cfg.Protocol == AZ {
+		s.n = 2
+		for _, name := range cfg.Measure {
+			s.mIdx = append(s.mIdx, slices.Index(AZMeasureNames, name))
+		}
+		for _, name := range cfg.Command {
+			s.cIdx = append(s.cIdx, slices.Index(AZCommandNames, name))
+		}
+		c, err := NewAZClient(cfg.Address, cfg.Timeout)
+		if err != nil {
+			return nil, err
+		}
+		s.be = &azBackend{c: c}
+	} else {
+		s.n = len(cfg.Joints)
+		s.mIdx = append(s.mIdx, 0)
+		for j := range s.n {
+			s.mIdx = append(s.mIdx, 1+j)
+			s.cIdx = append(s.cIdx, j)
+		}
+		s.be = &zmqBackend{cfg: &s.cfg, log: s.log}
+	}
+	s.limits = cfg.Limits
+	if s.limits == nil {
+		s.limits = make([][2]float64, s.cfg.commandLen())
+		for i := range s.limits {
+			s.limits[i] = [2]float64{-math.MaxFloat32, math.MaxFloat32}
+		}
+	}
+	s.held = make([]float64, s.n)
+	s.next = make([]float64, s.n)
+	s.wt = make([]float64, s.n)
+	s.rt = make([]float64, s.n)
+	s.smp.q = make([]float64, s.n)
+	s.work.q = make([]float64, s.n)
+	return s, nil
+}
+
+// MeasureLen implements plant.Plant.
+func (s *Scene) MeasureLen() int { return len(s.mIdx) }
+
+// CommandLen implements plant.Plant.
+func (s *Scene) CommandLen() int { return len(s.cIdx) }
+
+// Layout implements plant.Describer.
+func (s *Scene) Layout() plant.Layout { return s.layout }
+
+// Addr is the scene's address.
+func (s *Scene) Addr() string { return s.cfg.Address }
+
+// Ready implements plant.Readier: the scene has answered since it was
+// (re)opened, so the measurement is the scene's.
+func (s *Scene) Ready() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.have
+}
+
+// Measure implements plant.Plant: the newest reply of the scene. It fails
+// once MaxFailures exchanges in a row have failed; before the first reply
+// the values are NaN.
+func (s *Scene) Measure(dst []float64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail != nil {
+		return s.fail
+	}
+	for i, k := range s.mIdx {
+		switch {
+		case !s.have:
+			dst[i] = math.NaN()
+		case k == 0:
+			dst[i] = s.smp.time
+		default:
+			dst[i] = s.smp.q[k-1]
+		}
+	}
+	return nil
+}
+
+// Command implements plant.Plant: the targets go to the worker, which sends
+// them at once. NaN and ±Inf are refused; values are clamped to Limits.
+func (s *Scene) Command(u []float64) error {
+	if len(u) != len(s.cIdx) {
+		return fmt.Errorf("%w: %d command values, want %d", ErrConfig, len(u), len(s.cIdx))
+	}
+	for i, v := range u {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("%w: command value %d is %v", ErrRange, i, v)
+		}
+	}
+	for i, v := range u {
+		s.held[s.cIdx[i]] = math.Max(s.limits[i][0], math.Min(s.limits[i][1], v))
+	}
+	s.haveHeld, s.stopped = true, false
+	s.lastFresh.Store(s.cfg.Now().UnixNano())
+	s.post(true, s.held)
+	return nil
+}
+
+// Idle implements plant.Deadman: a tick without a fresh command. Targets
+// are held, velocities for VelTimeout only: then the joints are commanded
+// zero, so that a robot whose controller went silent stops by itself. The
+// scene is still exchanged with, for the measurement (and the step).
+func (s *Scene) Idle() error {
+	switch {
+	case s.cfg.Mode == Position || s.stopped:
+		s.post(s.haveHeld, s.held)
+	case s.haveHeld && s.cfg.Now().UnixNano()-s.lastFresh.Load() <= int64(s.cfg.VelTimeout):
+		s.post(true, s.held)
+	default:
+		if s.haveHeld {
+			s.obs.DeadmanStop()
+		}
+		clear(s.held)
+		s.stopped = true
+		// AZ always sets the speeds; ZMQ leaves a scene nobody commanded
+		// alone.
+		s.post(s.haveHeld || s.cfg.Protocol == AZ, s.held)
+	}
+	return nil
+}
+
+// post hands targets to the worker; a post the worker has not taken yet
+// is replaced and counted.
+func (s *Scene) post(set bool, targets []float64) {
+	s.mu.Lock()
+	copy(s.next, targets)
+	s.nextSet = set
+	superseded := s.posted
+	s.posted = true
+	s.mu.Unlock()
+	if superseded {
+		s.obs.Superseded()
+	}
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Serve runs the worker until ctx is done: one exchange per post. It can be
+// served again.
+func (s *Scene) Serve(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.wake:
+		}
+		s.mu.Lock()
+		if !s.posted || s.fail != nil {
+			// After a failure only Reopen talks to the scene.
+			s.posted = false
+			s.mu.Unlock()
+			continue
+		}
+		set := s.nextSet
+		copy(s.wt, s.next)
+		s.posted = false
+		s.mu.Unlock()
+		s.bmu.Lock()
+		s.exchange(set, s.wt, true)
+		s.bmu.Unlock()
+	}
+}
+
+// exchange makes one exchange and publishes its outcome; bmu is held.
+func (s *Scene) exchange(set bool, targets []float64, advance bool) error {
+	if s.closed {
+		return ErrClosed
+	}
+	t0 := time.Now()
+	err := s.be.step(set, targets, advance, &s.work)
+	rtt := time.Since(t0)
+	if err != nil {
+		var e *ExchangeError
+		reason := ReasonOther
+		if errors.As(err, &e) {
+			reason = e.Reason
+		}
+		s.obs.Failed(reason)
+		s.mu.Lock()
+		s.failures++
+		if s.failures >= s.cfg.MaxFailures || !s.have {
+			s.fail = err
+		}
+		s.mu.Unlock()
+		return err
+	}
+	s.obs.Exchanged(rtt, s.work.time)
+	s.mu.Lock()
+	back := s.have && s.work.time < s.smp.time
+	from := s.smp.time
+	s.smp.time = s.work.time
+	copy(s.smp.q, s.work.q)
+	s.have, s.failures, s.lastRTT = true, 0, rtt
+	s.count++
+	if back {
+		s.restarts++
+	}
+	s.mu.Unlock()
+	if back {
+		s.obs.Restarted()
+		s.log.Warn("the scene's simulation time went backwards: the simulation was restarted; the wheel angles start again too",
+			"from_s", from, "to_s", s.work.time)
+	}
+	return nil
+}
+
+// Open connects to the scene and makes a first exchange; the same as
+// Reopen.
+func (s *Scene) Open(ctx context.Context) error { return s.reopen(ctx, false) }
+
+// Reopen implements plant.Reopener: it connects again and exchanges once
+// (velocities held within VelTimeout of the last command, else zero; ZMQ
+// reads without stepping). A scene that refuses the connection is absent
+// (plant.ErrAbsent): the supervisor polls it, so a simulation started
+// again is noticed at once.
+func (s *Scene) Reopen(ctx context.Context) error { return s.reopen(ctx, true) }
+
+func (s *Scene) reopen(ctx context.Context, again bool) error {
+	s.bmu.Lock()
+	if s.closed {
+		s.bmu.Unlock()
+		return ErrClosed
+	}
+	s.be.close()
+	err := s.be.open(ctx)
+	if err == nil {
+		s.mu.Lock()
+		s.fail, s.have, s.failures, s.posted = nil, false, 0, false
+		copy(s.rt, s.next)
+		set := s.nextSet
+		s.mu.Unlock()
+		if s.cfg.Mode == Velocity && s.cfg.Now().UnixNano()-s.lastFresh.Load() > int64(s.cfg.VelTimeout) {
+			clear(s.rt)
+		}
+		err = s.exchange(set || s.cfg.Protocol == AZ, s.rt, false)
+	}
+	s.bmu.Unlock()
+	if err != nil {
+		s.mu.Lock()
+		s.fail = err
+		s.mu.Unlock()
+		var e *ExchangeError
+		if errors.As(err, &e) && e.Reason == ReasonRefused || errors.Is(err, ErrNotRunning) {
+			return fmt.Errorf("%w: %w", plant.ErrAbsent, err)
+		}
+		return err
+	}
+	if again {
+		s.obs.Reconnected()
+	}
+	return nil
+}
+
+// Halt implements plant.Plant: velocities are set to zero (the robot stops
+// where it is), a lock-stepped simulation is let run on, and HaltTorqueOff
+// also stops a ZMQ simulation.
+func (s *Scene) Halt(p plant.HaltPolicy) error {
+	s.bmu.Lock()
+	defer s.bmu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.mu.Lock()
+	copy(s.rt, s.next)
+	s.mu.Unlock()
+	if s.cfg.Mode == Velocity {
+		clear(s.rt)
+	}
+	return s.be.halt(p, s.rt)
+}
+
+// Close releases the connection; the scene cannot be used afterwards.
+func (s *Scene) Close() error {
+	s.bmu.Lock()
+	defer s.bmu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	return s.be.close()
+}
+
+// Stats is what a person watching wants to know of the scene.
+type Stats struct {
+	SimTime   float64 // the scene's clock at the last reply (s), NaN before one
+	RTT       time.Duration
+	Exchanges uint64
+	Restarts  uint64
+	Failures  int // in a row
+}
+
+// Stats returns the scene's numbers; safe from any goroutine.
+func (s *Scene) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := Stats{SimTime: math.NaN(), RTT: s.lastRTT, Exchanges: s.count, Restarts: s.restarts, Failures: s.failures}
+	if s.have {
+		st.SimTime = s.smp.time
+	}
+	return st
+}
+
+// Status is one line for the terminal view.
+func (s *Scene) Status() string {
+	st := s.Stats()
+	return fmt.Sprintf("scene %s sim %.2fs rtt %v restarts %d", s.cfg.Protocol, st.SimTime, st.RTT.Round(time.Microsecond), st.Restarts)
+}
+
+// azBackend is the seed's exchange: one connection per tick.
+type azBackend struct{ c *AZClient }
+
+func (b *azBackend) open(context.Context) error { return nil }
+func (b *azBackend) close() error               { return nil }
+
+func (b *azBackend) step(_ bool, targets []float64, _ bool, s *sample) error {
+	var req Request
+	var err error
+	if req.Left, err = Narrow(targets[0]); err != nil {
+		return err
+	}
+	if req.Right, err = Narrow(targets[1]); err != nil {
+		return err
+	}
+	rep, err := b.c.Exchange(req)
+	if err != nil {
+		return err
+	}
+	s.time, s.q[0], s.q[1] = float64(rep.Time), float64(rep.Left), float64(rep.Right)
+	return nil
+}
+
+func (b *azBackend) halt(_ plant.HaltPolicy, targets []float64) error {
+	var s sample
+	s.q = make([]float64, 2)
+	return b.step(true, targets, false, &s)
+}
