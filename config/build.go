@@ -63,6 +63,9 @@ type Built struct {
 	// Meca500 is the simulated robot of a Meca500 link with address =
 	// "sim" (for tests that inject faults), else nil.
 	Meca500 *SimMeca500
+	// VREP is the simulated scene of a V-REP link with address = "sim"
+	// (for tests that inject faults), else nil.
+	VREP *SimScene
 
 	closers []func() error
 	// world runs the simulated devices (the robot itself, as far as the

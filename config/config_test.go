@@ -19,8 +19,12 @@ func TestDefaultConfig(t *testing.T) {
 	if err != nil {
 		t.Fatalf("bridge.toml: %v", err)
 	}
-	if len(c.Links) != 2 {
-		t.Fatalf("%d links, want the Emio and the Meca500", len(c.Links))
+	if len(c.Links) != 3 {
+		t.Fatalf("%d links, want the Emio, the Meca500 and the V-REP scene", len(c.Links))
+	}
+	if v, ok := c.Links[2].Plant.(*VREPPlant); !ok || c.Links[2].Name != "vrep" || v.Address != "sim" || v.Protocol != "az" ||
+		c.Links[2].MasterConfig().MeasureLen != 3 || c.Links[2].MasterConfig().CommandLen != 2 {
+		t.Errorf("third link %+v", c.Links[2])
 	}
 	l := c.Links[0]
 	p, ok := l.Plant.(*EmioPlant)

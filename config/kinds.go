@@ -53,6 +53,7 @@ var kinds = [...]kind{
 	{"sim", "in-memory motors with a linear marker model, no device at all", func() Plant { return &SimPlant{} }},
 	{"emio", "the Emio: its Dynamixel servos and its marker camera, real or simulated", func() Plant { return &EmioPlant{} }},
 	{"meca500", "a Mecademic Meca500 arm on its TCP control port, real or simulated", func() Plant { return &Meca500Plant{} }},
+	{"vrep", "a robot in a V-REP or CoppeliaSim scene, over the seed's AZ socket or the ZMQ remote API, real or simulated", func() Plant { return &VREPPlant{} }},
 }
 
 // defaultKind is the kind of a link without a [link.plant] table.

@@ -376,13 +376,14 @@ type Scene struct {
 	posted  bool
 	wake    chan struct{}
 	// Published by the worker and Reopen, read by Measure.
-	smp      sample
-	have     bool
-	fail     error
-	failures int // in a row
-	restarts uint64
-	lastRTT  time.Duration
-	count    uint64
+	smp        sample
+	have       bool
+	fail       error
+	failures   int // in a row
+	restarts   uint64
+	lastRTT    time.Duration
+	superseded uint64
+	count      uint64
 
 	// The backend: the worker, Reopen, Halt and Close take turns.
 	bmu    sync.Mutex
@@ -532,6 +533,9 @@ func (s *Scene) post(set bool, targets []float64) {
 	s.nextSet = set
 	superseded := s.posted
 	s.posted = true
+	if superseded {
+		s.superseded++
+	}
 	s.mu.Unlock()
 	if superseded {
 		s.obs.Superseded()
@@ -689,28 +693,42 @@ func (s *Scene) Close() error {
 
 // Stats is what a person watching wants to know of the scene.
 type Stats struct {
-	SimTime   float64 // the scene's clock at the last reply (s), NaN before one
-	RTT       time.Duration
-	Exchanges uint64
-	Restarts  uint64
-	Failures  int // in a row
+	SimTime    float64 // the scene's clock at the last reply (s), NaN before one
+	RTT        time.Duration
+	Exchanges  uint64
+	Restarts   uint64
+	Superseded uint64 // ticks whose targets the worker had no time to send
+	Failures   int    // in a row
 }
 
 // Stats returns the scene's numbers; safe from any goroutine.
 func (s *Scene) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Stats{SimTime: math.NaN(), RTT: s.lastRTT, Exchanges: s.count, Restarts: s.restarts, Failures: s.failures}
+	st := Stats{SimTime: math.NaN(), RTT: s.lastRTT, Exchanges: s.count, Restarts: s.restarts, Failures: s.failures,
+		Superseded: s.superseded}
 	if s.have {
 		st.SimTime = s.smp.time
 	}
 	return st
 }
 
-// Status is one line for the terminal view.
+// Status is a few words for the terminal view: the protocol, the last
+// exchange's round trip, and what went wrong if anything did.
 func (s *Scene) Status() string {
 	st := s.Stats()
-	return fmt.Sprintf("scene %s sim %.2fs rtt %v restarts %d", s.cfg.Protocol, st.SimTime, st.RTT.Round(time.Microsecond), st.Restarts)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s rtt %v", s.cfg.Protocol, st.RTT.Round(time.Microsecond))
+	if st.Failures > 0 {
+		fmt.Fprintf(&b, " failing %d", st.Failures)
+	}
+	if st.Restarts > 0 {
+		fmt.Fprintf(&b, " restarts %d", st.Restarts)
+	}
+	if st.Superseded > 0 {
+		fmt.Fprintf(&b, " superseded %d", st.Superseded)
+	}
+	return b.String()
 }
 
 // azBackend is the seed's exchange: one connection per tick.

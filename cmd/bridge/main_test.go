@@ -51,7 +51,8 @@ func TestCheck(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.toml")
 	os.WriteFile(good, defaultconfig.TOML(), 0o644)
-	if code, out, stderr := runCLI(t, "check", "-config", good); code != 0 || !strings.Contains(out, "ok, 2 link(s)") || !strings.Contains(out, "a simulated Meca500") {
+	if code, out, stderr := runCLI(t, "check", "-config", good); code != 0 || !strings.Contains(out, "ok, 3 link(s)") || !strings.Contains(out, "a simulated Meca500") ||
+		!strings.Contains(out, "a simulated scene over the AZ socket") {
 		t.Errorf("check good: %d %q %q", code, out, stderr)
 	}
 	bad := filepath.Join(dir, "bad.toml")

@@ -57,7 +57,7 @@ func writeVector(sb *strings.Builder, name, unit string, v []float64) {
 			sb.WriteByte(' ')
 		}
 		switch {
-		case unit == "rad":
+		case unit == "rad" || unit == "rad/s":
 			fmt.Fprintf(sb, "%+.3f", x)
 		case strings.Contains(unit, "mm") || strings.Contains(unit, "deg"):
 			fmt.Fprintf(sb, "%.1f", x)
