@@ -615,6 +615,24 @@ func (s *Scene) exchange(set bool, targets []float64, advance bool) error {
 	return nil
 }
 
+// Exchange makes one tick's exchange now, on the caller's goroutine, with
+// the command u (nil: no targets, as an idle tick before any command), and
+// returns its outcome: for benchmarks and tools, not for a loop thread.
+func (s *Scene) Exchange(u []float64) error {
+	s.bmu.Lock()
+	defer s.bmu.Unlock()
+	set := u != nil
+	if set {
+		if len(u) != len(s.cIdx) {
+			return fmt.Errorf("%w: %d command values, want %d", ErrConfig, len(u), len(s.cIdx))
+		}
+		for i, v := range u {
+			s.rt[s.cIdx[i]] = v
+		}
+	}
+	return s.exchange(set || s.cfg.Protocol == AZ, s.rt, true)
+}
+
 // Open connects to the scene and makes a first exchange; the same as
 // Reopen.
 func (s *Scene) Open(ctx context.Context) error { return s.reopen(ctx, false) }

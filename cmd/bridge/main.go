@@ -33,9 +33,10 @@ Usage:
   bridge ping [-port SPEC] [-ids]   ping servos
   bridge sim servos [-ids 0,1,2,3]  serve simulated servos on a pseudo-terminal (a virtual U2D2)
   bridge sim meca500 [-listen ADDR] serve a simulated Meca500 arm on a TCP port
+  bridge sim vrep [-protocol az|zmq] serve a simulated V-REP/CoppeliaSim scene (-listen ADDR)
   bridge cameras                    list the connected RealSense cameras by serial
   bridge track -color FILE.png      run the marker tracker on saved images (-depth, -params, -json, -mask)
-  bridge bench loop|link|servos|tracker  measure the loop, a link on loopback, the servo cycle, the tracker
+  bridge bench loop|link|servos|tracker|vrep  measure the loop, a link on loopback, the servo cycle, the tracker, a scene
   bridge startUDP [emioapi flags]   emioapi's "python -m emioapi startUDP", flags honoured
   bridge version                    print the version
 
@@ -66,6 +67,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			err = cmdSimServos(ctx, rest[1:], stdout, stderr)
 		case len(rest) > 0 && rest[0] == "meca500":
 			err = cmdSimMeca500(ctx, rest[1:], stdout, stderr)
+		case len(rest) > 0 && rest[0] == "vrep":
+			err = cmdSimVREP(ctx, rest[1:], stdout, stderr)
 		default:
 			err = cmdRun(ctx, rest, stdout, stderr, true)
 		}
@@ -138,7 +141,8 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprint(stderr, "Usage: bridge bench loop [flags]   timing of the clock-master loop (lateness percentiles)\n"+
 			"       bridge bench link [flags]   a whole link against a partner on loopback (reply latency)\n"+
 			"       bridge bench servos [flags] the 4-servo cycle on a pseudo-terminal against the wire time\n"+
-			"       bridge bench tracker [flags] the marker tracker's time per 848x480 frame on three scenes\n")
+			"       bridge bench tracker [flags] the marker tracker's time per 848x480 frame on three scenes\n"+
+			"       bridge bench vrep [flags]   one tick's exchange with a V-REP / CoppeliaSim scene (round trip)\n")
 		if len(args) == 0 {
 			return errUsage
 		}
@@ -153,8 +157,10 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return benchServos(ctx, args[1:], stdout, stderr)
 	case "tracker":
 		return benchTracker(ctx, args[1:], stdout, stderr)
+	case "vrep":
+		return benchVREP(ctx, args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "bridge bench: unknown benchmark %q (want loop, link, servos or tracker)\n", args[0])
+	fmt.Fprintf(stderr, "bridge bench: unknown benchmark %q (want loop, link, servos, tracker or vrep)\n", args[0])
 	return errUsage
 }
 

@@ -37,8 +37,12 @@ type ZMQConfig struct {
 	// MaxSpeed bounds a joint under position control (rad/s, 2).
 	MaxSpeed float64
 	// Delay is how long a Delay fault holds a reply (100 ms).
-	Delay  time.Duration
-	Logger *slog.Logger
+	Delay time.Duration
+	// Every and Periodic inject Periodic into every Every-th call (a
+	// connection counts as one call for Refuse).
+	Every    int
+	Periodic Fault
+	Logger   *slog.Logger
 }
 
 // client is one remote API client, by its uuid.
@@ -81,8 +85,8 @@ func NewZMQ(cfg ZMQConfig) (*ZMQ, error) {
 	if cfg.Delay == 0 {
 		cfg.Delay = 100 * time.Millisecond
 	}
-	if cfg.Step < time.Microsecond || cfg.Step > time.Second || !(cfg.MaxSpeed > 0) || cfg.Delay < 0 {
-		return nil, fmt.Errorf("%w: step %v, max speed %v, delay %v", ErrConfig, cfg.Step, cfg.MaxSpeed, cfg.Delay)
+	if cfg.Step < time.Microsecond || cfg.Step > time.Second || !(cfg.MaxSpeed > 0) || cfg.Delay < 0 || cfg.Every < 0 || cfg.Periodic >= numFaults {
+		return nil, fmt.Errorf("%w: step %v, max speed %v, delay %v, every %d, fault %v", ErrConfig, cfg.Step, cfg.MaxSpeed, cfg.Delay, cfg.Every, cfg.Periodic)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -90,7 +94,7 @@ func NewZMQ(cfg ZMQConfig) (*ZMQ, error) {
 	s := &ZMQ{cfg: cfg, log: cfg.Logger, world: newWorld(cfg.Joints, cfg.Step, cfg.MaxSpeed),
 		handles: map[string]int64{}, clients: map[string]*client{}, calls: map[string]uint64{}}
 	s.cond = sync.NewCond(&s.mu)
-	s.faults.delay = cfg.Delay
+	s.faults.delay, s.faults.every, s.faults.periodic = cfg.Delay, cfg.Every, cfg.Periodic
 	for i, j := range cfg.Joints {
 		// Object paths as CoppeliaSim resolves them; the seed's script
 		// names them without the slash.

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/labbridge/bridge/loopbench"
+	"github.com/labbridge/bridge/vrep"
+	"github.com/labbridge/bridge/vrep/vrepsim"
+)
+
+// cmdSimVREP is `bridge sim vrep`: a simulated scene with the seed's
+// two-wheel robot behind the AZ socket or the ZMQ remote API, until
+// interrupted.
+func cmdSimVREP(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("sim vrep", "sim vrep [-protocol az|zmq] [-listen ADDR] [-step 50ms] [-fault KIND -every N]", stderr)
+	protocol := fs.String("protocol", "az", `"az": the seed's socket (one exchange per connection); "zmq": CoppeliaSim's ZMQ remote API`)
+	listen := fs.String("listen", "", "the port to serve (default 127.0.0.1:33211 for az, 127.0.0.1:23000 for zmq)")
+	step := fs.Duration("step", 50*time.Millisecond, "simulation time per exchange (az) or per step (zmq)")
+	running := fs.Bool("running", false, "zmq: start with the simulation running, instead of waiting for sim.startSimulation")
+	fault := fs.String("fault", "none", "misbehave every -every exchanges: refuse, close, short, magic, delay or restart")
+	every := fs.Int("every", 0, "how often -fault strikes: every N-th exchange (az) or call (zmq; a tick makes 2 per joint + 2); 0 = never")
+	delay := fs.Duration("delay", 100*time.Millisecond, "how long a delay fault holds the reply")
+	duration := fs.Duration("duration", 0, "stop after this long (0 = until SIGINT/SIGTERM)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	proto, err := vrep.ParseProtocol(*protocol)
+	if err != nil {
+		fmt.Fprintf(stderr, "bridge sim vrep: -protocol %q: want az or zmq\n", *protocol)
+		return errUsage
+	}
+	f, err := vrepsim.ParseFault(*fault)
+	if err != nil || *every < 0 || *duration < 0 {
+		fmt.Fprintf(stderr, "bridge sim vrep: -fault %q -every %d -duration %v: want a fault of refuse, close, short, magic, delay, restart, and -every, -duration ≥ 0\n", *fault, *every, *duration)
+		return errUsage
+	}
+	addr := *listen
+	if addr == "" {
+		addr = vrep.DefaultAZAddress
+		if proto == vrep.ZMQ {
+			addr = vrep.DefaultZMQAddress
+		}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("bridge sim vrep: cannot serve on %s: %w (another scene or CoppeliaSim holds it? try -listen 127.0.0.1:0)", addr, err)
+	}
+	defer ln.Close()
+	ctx, cancel := withDuration(ctx, *duration)
+	defer cancel()
+	if *every > 0 && f != vrepsim.None {
+		fmt.Fprintf(stdout, "fault %s every %d exchange(s)\n", f, *every)
+	}
+	if proto == vrep.ZMQ {
+		scene, err := vrepsim.NewZMQ(vrepsim.ZMQConfig{Step: *step, Running: *running, Delay: *delay, Every: *every, Periodic: f})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "simulated CoppeliaSim scene (ZMQ remote API, protocol 2) on %s: joints /MotorLeft and /MotorRight, step %v\n", ln.Addr(), *step)
+		fmt.Fprintln(stdout, `connect RemoteAPIClient(port=…) or a bridge link (protocol = "zmq", address = "`+ln.Addr().String()+`"); Ctrl-C stops`)
+		err = scene.Serve(ctx, ln)
+		s := scene.World().Snapshot()
+		fmt.Fprintf(stdout, "simulation time %.2f s, %d step(s); wheel angles [%.3f %.3f] rad\n", s.Time, s.Steps, s.Angles[0], s.Angles[1])
+		return err
+	}
+	scene, err := vrepsim.NewAZ(vrepsim.AZConfig{Step: *step, Delay: *delay, Every: *every, Periodic: f})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "simulated V-REP scene (the seed's AZ socket) on %s: wheels MotorLeft and MotorRight, %v per exchange\n", ln.Addr(), *step)
+	fmt.Fprintln(stdout, `connect the seed's client or a bridge link (address = "`+ln.Addr().String()+`"); Ctrl-C stops`)
+	err = scene.Serve(ctx, ln)
+	s, st := scene.World().Snapshot(), scene.Stats()
+	fmt.Fprintf(stdout, "served %d exchange(s), %d with bad data, %d without data; simulation time %.2f s, wheel angles [%.3f %.3f] rad\n",
+		st.Exchanges, st.BadData, st.NoData, s.Time, s.Angles[0], s.Angles[1])
+	return err
+}
+
+// benchVREP is `bridge bench vrep`: one tick's exchange with a scene, at a
+// rate or back to back, against a simulated scene in this process or the
+// scene at -address; with -seed, the seed's own Python client against the
+// same simulated scene in the same run.
+func benchVREP(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench vrep", "bench vrep [-protocol az|zmq] [-address HOST:PORT] [-rate HZ] [-duration D] [-json]", stderr)
+	protocol := fs.String("protocol", "az", `"az" or "zmq"`)
+	address := fs.String("address", "", "the scene to measure; empty: a simulated scene in this process")
+	rate := fs.Float64("rate", 0, "exchanges per second (0 = back to back)")
+	duration := fs.Duration("duration", 10*time.Second, "how long to run")
+	count := fs.Uint64("count", 0, "stop after this many exchanges (0 = -duration decides)")
+	timeout := fs.Duration("timeout", time.Second, "one exchange's timeout")
+	untilRefused := fs.Bool("until-exhausted", false, "az: stop at the first connect that fails for want of a local port (TIME_WAIT exhaustion)")
+	seed := fs.String("seed", "", "az: the seed document; also run its Python client against the same simulated scene")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	proto, err := vrep.ParseProtocol(*protocol)
+	if err != nil || *rate < 0 || *duration <= 0 {
+		fmt.Fprintf(stderr, "bridge bench vrep: -protocol %q -rate %v -duration %v: want az or zmq, a rate ≥ 0 and a duration > 0\n", *protocol, *rate, *duration)
+		return errUsage
+	}
+	addr := *address
+	var wg sync.WaitGroup
+	sctx, stopScene := context.WithCancel(ctx)
+	defer wg.Wait()
+	defer stopScene()
+	if addr == "" {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return fmt.Errorf("bridge bench vrep: a loopback port for the simulated scene: %w", err)
+		}
+		addr = ln.Addr().String()
+		var serve func(context.Context, net.Listener) error
+		if proto == vrep.ZMQ {
+			s, err := vrepsim.NewZMQ(vrepsim.ZMQConfig{Running: true})
+			if err != nil {
+				return err
+			}
+			serve = s.Serve
+		} else {
+			s, err := vrepsim.NewAZ(vrepsim.AZConfig{})
+			if err != nil {
+				return err
+			}
+			serve = s.Serve
+		}
+		wg.Go(func() { serve(sctx, ln) })
+	}
+	scene, err := vrep.New(vrep.Config{Protocol: proto, Address: addr, Timeout: *timeout, Stepping: true, Start: true})
+	if err != nil {
+		return err
+	}
+	defer scene.Close()
+	if err := scene.Open(ctx); err != nil {
+		return fmt.Errorf("bridge bench vrep: %w", err)
+	}
+	u := []float64{0.5, -0.5}
+	cfg := loopbench.ExchangeConfig{Rate: *rate, Duration: *duration, Count: *count}
+	if *untilRefused {
+		cfg.Stop = func(err error) bool { return errors.Is(err, syscall.EADDRNOTAVAIL) }
+	}
+	rep, err := loopbench.RunExchanges(ctx, cfg, func() error { return scene.Exchange(u) })
+	if err != nil {
+		return err
+	}
+	tw, twErr := loopbench.TimeWait(portOf(addr))
+	name := "go " + proto.String() + " client"
+	if *asJSON {
+		return rep.JSON(stdout)
+	}
+	rep.WriteText(stdout, name)
+	if twErr == nil && proto == vrep.AZ {
+		fmt.Fprintf(stdout, "  %d sockets in TIME_WAIT toward or from port %d\n", tw, portOf(addr))
+	}
+	if *seed != "" {
+		if *address != "" || proto != vrep.AZ {
+			fmt.Fprintln(stderr, "bridge bench vrep: -seed runs against the simulated AZ scene only (no -address, -protocol az)")
+			return errUsage
+		}
+		return benchSeedClient(ctx, *seed, addr, rep, stdout)
+	}
+	return nil
+}
+
+func portOf(addr string) int {
+	_, p, _ := net.SplitHostPort(addr)
+	var n int
+	fmt.Sscan(p, &n)
+	return n
+}
+
+// benchSeedClient runs the seed's Python client (scripts/seed_az_client.py
+// extracts it from the seed document) against the scene at addr, as many
+// exchanges as the Go client made, and prints both side by side.
+func benchSeedClient(ctx context.Context, seed, addr string, goRep loopbench.ExchangeReport, stdout io.Writer) error {
+	if _, err := os.Stat(seed); err != nil {
+		return fmt.Errorf("bridge bench vrep: -seed: %w", err)
+	}
+	n := min(goRep.Exchanges, 5000)
+	py, err := loopbench.RunSeedClient(ctx, seed, addr, int(n))
+	if err != nil {
+		return fmt.Errorf("bridge bench vrep: the seed's Python client: %w", err)
+	}
+	py.Report.WriteText(stdout, "seed python client")
+	if p, g := py.Report.RTT, goRep.RTT; p.P50 > 0 && g.P50 > 0 {
+		fmt.Fprintf(stdout, "python/go round trip: p50 ×%.1f, p99 ×%.1f\n", float64(p.P50)/float64(g.P50), float64(p.P99)/float64(g.P99))
+	}
+	return nil
+}
