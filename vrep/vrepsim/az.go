@@ -115,7 +115,7 @@ func (f *faults) inject(k Fault, n int) {
 	}
 }
 
-func (f *faults) setDelay() time.Duration {
+func (f *faults) currentDelay() time.Duration {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.delay
@@ -288,36 +288,13 @@ func (s *AZ) Serve(ctx context.Context, ln net.Listener) error {
 	}
 }
 
-// serve makes one exchange, as the seed's script: read exactly 10 bytes,
-// set the velocities if the magic is right, reply 14 bytes, close.
-func (s *AZ) serve(ctx context.Context, conn net.Conn) {
-	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	defer stop()
-	fault := s.faults.next()
-	if fault == Refuse {
-		if tc, ok := conn.(*net.TCPConn); ok {
-			tc.SetLinger(0) // a reset, not an orderly close
-		}
-		return
-	}
-	if fault == Restart {
-		s.Restart()
-	}
+// exchange applies one request to the world and returns the reply: the
+// time before the exchange (the seed reads it before accept), the angles
+// after the velocities were set; then the world advances one step.
+func (s *AZ) exchange(in [10]byte) [14]byte {
 	w := s.world
 	w.mu.Lock()
-	t := w.t // the seed reads the time before accept
-	w.mu.Unlock()
-	conn.SetDeadline(time.Now().Add(s.cfg.ClientTimeout))
-	var in [10]byte
-	if n, err := io.ReadFull(conn, in[:]); err != nil {
-		s.mu.Lock()
-		s.stats.NoData++
-		s.mu.Unlock()
-		s.log.Debug("no data", "partial", n, "err", err)
-		return
-	}
-	w.mu.Lock()
+	t := w.t
 	if in[0] == 'A' && in[1] == 'Z' {
 		w.v[0] = float64(math.Float32frombits(binary.LittleEndian.Uint32(in[2:])))
 		w.v[1] = float64(math.Float32frombits(binary.LittleEndian.Uint32(in[6:])))
@@ -336,6 +313,35 @@ func (s *AZ) serve(ctx context.Context, conn net.Conn) {
 	binary.LittleEndian.PutUint32(out[2:], math.Float32bits(float32(t)))
 	binary.LittleEndian.PutUint32(out[6:], math.Float32bits(float32(left)))
 	binary.LittleEndian.PutUint32(out[10:], math.Float32bits(float32(right)))
+	return out
+}
+
+// serve makes one exchange, as the seed's script: read exactly 10 bytes,
+// set the velocities if the magic is right, reply 14 bytes, close.
+func (s *AZ) serve(ctx context.Context, conn net.Conn) {
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	fault := s.faults.next()
+	if fault == Refuse {
+		if tc, ok := conn.(*net.TCPConn); ok {
+			tc.SetLinger(0) // a reset, not an orderly close
+		}
+		return
+	}
+	if fault == Restart {
+		s.Restart()
+	}
+	conn.SetDeadline(time.Now().Add(s.cfg.ClientTimeout))
+	var in [10]byte
+	if n, err := io.ReadFull(conn, in[:]); err != nil {
+		s.mu.Lock()
+		s.stats.NoData++
+		s.mu.Unlock()
+		s.log.Debug("no data", "partial", n, "err", err)
+		return
+	}
+	out := s.exchange(in)
 	switch fault {
 	case CloseEarly:
 		return
@@ -346,7 +352,7 @@ func (s *AZ) serve(ctx context.Context, conn net.Conn) {
 		out[1] = 'Y'
 	case Delay:
 		select {
-		case <-time.After(s.faults.setDelay()):
+		case <-time.After(s.faults.currentDelay()):
 		case <-ctx.Done():
 			return
 		}

@@ -291,7 +291,7 @@ func (s *ZMQ) serveConn(ctx context.Context, nc net.Conn) {
 			reply = []byte{0xff, 0xfe}
 		case Delay:
 			select {
-			case <-time.After(s.faults.setDelay()):
+			case <-time.After(s.faults.currentDelay()):
 			case <-ctx.Done():
 				return
 			}

@@ -1,0 +1,103 @@
+package config
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	defaultconfig "github.com/labbridge/bridge"
+	"github.com/labbridge/bridge/bridge"
+	"github.com/labbridge/bridge/latency"
+	"github.com/labbridge/bridge/vrep"
+)
+
+// ticks records a loop's tick lateness and work (loop thread only; read
+// after the loop has stopped).
+type ticks struct{ late, work *latency.Histogram }
+
+func (t ticks) ObserveTick(late, work int64) { t.late.Record(late); t.work.Record(work) }
+func (ticks) ObserveOverrun(int)             {}
+
+// BenchmarkVREPRelay runs the embedded default's V-REP link (the seed's AZ
+// exchange with a simulated scene over TCP, one connection per tick) beside
+// a link of the in-memory plant at the same rate, in one process, each with
+// a built-in partner on loopback. One op is one V-REP tick. It reports both
+// links' tick work (the tick's whole time on the loop thread, the Simulink
+// exchange included) and lateness side by side, and the scene's exchange
+// round trip, which the worker makes off the loop thread.
+func BenchmarkVREPRelay(b *testing.B) {
+	for _, rate := range []float64{20, 100, 500} {
+		b.Run(fmt.Sprintf("rate=%g", rate), func(b *testing.B) { benchVREP(b, rate) })
+	}
+}
+
+func benchVREP(b *testing.B, rate float64) {
+	c, err := ParseConfig(defaultconfig.TOML())
+	if err != nil {
+		b.Fatal(err)
+	}
+	l := &c.Links[2]
+	l.RateHz = rate
+	p := l.Plant.(*VREPPlant)
+	p.Timeout.Duration = l.Period()
+	p.VelTimeout.Duration = max(3*l.Period(), 100*time.Millisecond)
+	l.UDP.MaxTimeouts = 50 // a hiccup of this busy machine is no reason to re-handshake
+	mem, err := ParseConfig(fmt.Appendf(nil, "[[link]]\nname = \"mem\"\nrate_hz = %g\napply = \"immediate\"\n[link.udp]\nmax_timeouts = 50\n", rate))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		b.Fatal(err)
+	}
+	vt := ticks{latency.New(), latency.New()}
+	mt := ticks{latency.New(), latency.New()}
+	log := slog.New(slog.DiscardHandler)
+	vl, err := l.Build(Env{Logger: log, Partner: true, Ephemeral: true, Loop: vt})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer vl.Close()
+	ml, err := mem.Links[0].Build(Env{Logger: log, Partner: true, Ephemeral: true, Loop: mt})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ml.Close()
+	sup := bridge.NewSupervisor(bridge.SupervisorConfig{Logger: log})
+	for _, x := range []*Built{vl, ml} {
+		if err := sup.AddLink(x.Link, nil, x.Deps...); err != nil {
+			b.Fatal(err)
+		}
+		sup.Add(x.Config.Name+" partner", x.Partner)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sup.Serve(ctx) }()
+	for vl.Link.State() != bridge.Running || ml.Link.State() != bridge.Running {
+		time.Sleep(10 * time.Millisecond)
+	}
+	scene := vl.Link.Plant().(*vrep.Scene)
+	before := scene.Stats()
+	b.ResetTimer()
+	start := vl.Link.Ticks()
+	for vl.Link.Ticks()-start < uint64(b.N) {
+		time.Sleep(time.Millisecond)
+	}
+	b.StopTimer()
+	after := scene.Stats()
+	stop()
+	if err := <-done; err != nil {
+		b.Error(err)
+	}
+	us := func(ns int64) float64 { return float64(ns) / 1e3 }
+	b.ReportMetric(us(vt.work.Quantile(0.5)), "vrep-work-p50-µs")
+	b.ReportMetric(us(vt.work.Quantile(0.99)), "vrep-work-p99-µs")
+	b.ReportMetric(us(mt.work.Quantile(0.5)), "mem-work-p50-µs")
+	b.ReportMetric(us(mt.work.Quantile(0.99)), "mem-work-p99-µs")
+	b.ReportMetric(us(vt.late.Quantile(0.99)), "vrep-late-p99-µs")
+	b.ReportMetric(us(mt.late.Quantile(0.99)), "mem-late-p99-µs")
+	b.ReportMetric(float64(after.Exchanges-before.Exchanges), "exchanges")
+	b.ReportMetric(float64(after.Superseded-before.Superseded), "superseded")
+	b.ReportMetric(0, "ns/op")
+}
