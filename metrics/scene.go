@@ -53,7 +53,7 @@ func (s *Set) Scene(name string, period time.Duration, reasons []string) (*Scene
 	}
 	sc := &Scene{
 		rtt: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: namespace, Name: "vrep_exchange_seconds",
-			Help: "One tick's exchange with the scene: connection, request and reply (AZ), or the tick's remote API calls (ZMQ).",
+			Help:        "One tick's exchange with the scene: connection, request and reply (AZ), or the tick's remote API calls (ZMQ).",
 			ConstLabels: labels, Buckets: Buckets(period)}),
 		reconnects: counter("vrep_reconnects_total", "The scene answering again after the link went degraded."),
 		restarts:   counter("vrep_restarts_total", "Restarts of the simulation, seen as its time going backwards."),
