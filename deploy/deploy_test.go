@@ -85,6 +85,9 @@ func exported(t *testing.T) map[string]bool {
 	}
 	relay.RobotError(1011) // vectors show once they have a child
 	relay.SafetyStop(3070, 1)
+	if _, err := set.Scene("vrep", time.Second/20, []string{"refused"}); err != nil {
+		t.Fatal(err)
+	}
 	fams, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

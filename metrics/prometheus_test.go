@@ -35,6 +35,12 @@ func linkWithTraffic(t *testing.T) string {
 	if err := l.SetState(StateRunning); err != nil {
 		t.Fatal(err)
 	}
+	sc, err := set.Scene("vrep", time.Second/20, []string{"other", "refused"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Exchanged(85*time.Microsecond, 12.5)
+	sc.Failed(1)
 	return startServer(t, reg, nil)
 }
 
