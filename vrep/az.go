@@ -312,6 +312,7 @@ func (c *AZClient) Exchange(req Request) (Reply, error) {
 		}
 		got += n
 	}
+	c.awaitClose(fd, deadline)
 	var rep Reply
 	if err := rep.Unmarshal(c.rep[:]); err != nil {
 		return Reply{}, &ExchangeError{Addr: c.addr, Reason: ReasonMagic, Err: err}
@@ -322,6 +323,35 @@ func (c *AZClient) Exchange(req Request) (Reply, error) {
 		}
 	}
 	return rep, nil
+}
+
+// closeWait bounds how long the client waits for the scene to close first.
+const closeWait = 5 * time.Millisecond
+
+// awaitClose waits, briefly, for the scene to close the connection before
+// the client does: the seed's script closes right after its reply, and the
+// side that closes first keeps the connection in TIME_WAIT for a minute.
+// On the scene's side that costs nothing; on the client's, every exchange
+// would hold a local port for a minute, and a scene on another machine
+// would run the client out of ports at about 470 exchanges/s
+// (docs/vrep.md §2). A scene that waits for the client is closed on after
+// closeWait.
+func (c *AZClient) awaitClose(fd int, deadline time.Time) {
+	if d := time.Now().Add(closeWait); d.Before(deadline) {
+		deadline = d
+	}
+	var b [1]byte
+	for c.wait(fd, unix.POLLIN|unix.POLLRDHUP, deadline) == nil {
+		n, err := unix.Read(fd, b[:])
+		if err == unix.EAGAIN || err == unix.EINTR {
+			continue
+		}
+		if n <= 0 || err != nil { // the scene's FIN, or a reset: done
+			return
+		}
+		// More than 14 bytes: not the seed's script; close on it.
+		return
+	}
 }
 
 // write sends the request; 10 bytes fit an empty socket buffer at once.

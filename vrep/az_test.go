@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -264,5 +266,61 @@ func TestAZClientRefused(t *testing.T) {
 	}
 	if want := "connection refused on " + addr + ": is the simulation started?"; e.Error() != "vrep: "+want {
 		t.Errorf("message %q", e.Error())
+	}
+}
+
+// The client allocates nothing per exchange. The scene runs in another
+// process (a Python server of the seed's replies), so that only the
+// client's allocations are counted.
+func TestAZClientAllocs(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed")
+	}
+	const server = `
+import socket, struct, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 0))
+s.listen(64)
+print(s.getsockname()[1], flush=True)
+while True:
+    c, _ = s.accept()
+    data = b""
+    while len(data) < 10:
+        d = c.recv(10 - len(data))
+        if not d:
+            break
+        data += d
+    c.sendall(struct.pack("<BBfff", 65, 90, 1.0, 2.0, 3.0))
+    c.close()
+`
+	cmd := exec.Command(py, "-c", server)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	var port int
+	if _, err := fmt.Fscan(out, &port); err != nil {
+		t.Fatalf("the Python server: %v", err)
+	}
+	c, err := vrep.NewAZClient(fmt.Sprintf("127.0.0.1:%d", port), patience)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := vrep.Request{Left: 1, Right: 2}
+	if rep, err := c.Exchange(req); err != nil || rep != (vrep.Reply{Time: 1, Left: 2, Right: 3}) {
+		t.Fatalf("%+v %v", rep, err)
+	}
+	if n := testing.AllocsPerRun(200, func() {
+		if _, err := c.Exchange(req); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("%v allocations per exchange, want 0", n)
 	}
 }

@@ -29,6 +29,7 @@ func cmdSimVREP(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	every := fs.Int("every", 0, "how often -fault strikes: every N-th exchange (az) or call (zmq; a tick makes 2 per joint + 2); 0 = never")
 	delay := fs.Duration("delay", 100*time.Millisecond, "how long a delay fault holds the reply")
 	duration := fs.Duration("duration", 0, "stop after this long (0 = until SIGINT/SIGTERM)")
+	closeLast := fs.Bool("close-last", false, "az: wait for the client to close each connection first (the seed's script closes first)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -71,7 +72,7 @@ func cmdSimVREP(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stdout, "simulation time %.2f s, %d step(s); wheel angles [%.3f %.3f] rad\n", s.Time, s.Steps, s.Angles[0], s.Angles[1])
 		return err
 	}
-	scene, err := vrepsim.NewAZ(vrepsim.AZConfig{Step: *step, Delay: *delay, Every: *every, Periodic: f})
+	scene, err := vrepsim.NewAZ(vrepsim.AZConfig{Step: *step, Delay: *delay, Every: *every, Periodic: f, CloseLast: *closeLast})
 	if err != nil {
 		return err
 	}
@@ -87,7 +88,7 @@ func cmdSimVREP(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // benchVREP is `bridge bench vrep`: one tick's exchange with a scene, at a
 // rate or back to back, against a simulated scene in this process or the
 // scene at -address; with -seed, the seed's own Python client against the
-// same simulated scene in the same run.
+// same scene in the same run.
 func benchVREP(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench vrep", "bench vrep [-protocol az|zmq] [-address HOST:PORT] [-rate HZ] [-duration D] [-json]", stderr)
 	protocol := fs.String("protocol", "az", `"az" or "zmq"`)
@@ -97,7 +98,7 @@ func benchVREP(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	count := fs.Uint64("count", 0, "stop after this many exchanges (0 = -duration decides)")
 	timeout := fs.Duration("timeout", time.Second, "one exchange's timeout")
 	untilRefused := fs.Bool("until-exhausted", false, "az: stop at the first connect that fails for want of a local port (TIME_WAIT exhaustion)")
-	seed := fs.String("seed", "", "az: the seed document; also run its Python client against the same simulated scene")
+	seed := fs.String("seed", "", "az: the seed document; also run its Python client against the same scene, as many exchanges")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -161,8 +162,8 @@ func benchVREP(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "  %d sockets in TIME_WAIT toward or from port %d\n", tw, portOf(addr))
 	}
 	if *seed != "" {
-		if *address != "" || proto != vrep.AZ {
-			fmt.Fprintln(stderr, "bridge bench vrep: -seed runs against the simulated AZ scene only (no -address, -protocol az)")
+		if proto != vrep.AZ {
+			fmt.Fprintln(stderr, "bridge bench vrep: -seed runs the seed's AZ client: -protocol az")
 			return errUsage
 		}
 		return benchSeedClient(ctx, *seed, addr, rep, stdout)

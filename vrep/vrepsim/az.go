@@ -196,7 +196,11 @@ type AZConfig struct {
 	// Every and Periodic inject Periodic into every Every-th exchange.
 	Every    int
 	Periodic Fault
-	Logger   *slog.Logger
+	// CloseLast makes the scene wait for the client to close first (the
+	// seed's script closes right after its reply): the client then holds
+	// each connection in TIME_WAIT (docs/vrep.md §2).
+	CloseLast bool
+	Logger    *slog.Logger
 }
 
 // AZ is the seed's scene behind its AZ socket.
@@ -364,4 +368,7 @@ func (s *AZ) serve(ctx context.Context, conn net.Conn) {
 	s.mu.Lock()
 	s.stats.Exchanges++
 	s.mu.Unlock()
+	if s.cfg.CloseLast {
+		io.Copy(io.Discard, conn) // until the client's FIN, or the deadline
+	}
 }
