@@ -221,6 +221,9 @@ type AZClient struct {
 	sa      unix.Sockaddr // resolved; nil after a failure, to resolve again
 	family  int
 	pfd     [1]unix.PollFd
+	// lingers: the scene was seen to wait for the client's close; the
+	// client then closes at once (awaitClose).
+	lingers bool
 	req     [RequestLen]byte
 	rep     [ReplyLen]byte
 }
@@ -334,14 +337,23 @@ const closeWait = 5 * time.Millisecond
 // On the scene's side that costs nothing; on the client's, every exchange
 // would hold a local port for a minute, and a scene on another machine
 // would run the client out of ports at about 470 exchanges/s
-// (docs/vrep.md §2). A scene that waits for the client is closed on after
-// closeWait.
+// (docs/vrep.md §2). A scene that waits for the client instead is closed on
+// after closeWait, and at once from then on.
 func (c *AZClient) awaitClose(fd int, deadline time.Time) {
-	if d := time.Now().Add(closeWait); d.Before(deadline) {
+	if c.lingers {
+		return
+	}
+	d := time.Now().Add(closeWait)
+	ours := d.Before(deadline) // the wait ends on closeWait, not on the exchange's deadline
+	if ours {
 		deadline = d
 	}
 	var b [1]byte
-	for c.wait(fd, unix.POLLIN|unix.POLLRDHUP, deadline) == nil {
+	for {
+		if err := c.wait(fd, unix.POLLIN|unix.POLLRDHUP, deadline); err != nil {
+			c.lingers = ours && errors.Is(err, os.ErrDeadlineExceeded)
+			return
+		}
 		n, err := unix.Read(fd, b[:])
 		if err == unix.EAGAIN || err == unix.EINTR {
 			continue

@@ -100,6 +100,7 @@ func benchVREP(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	untilRefused := fs.Bool("until-exhausted", false, "az: stop at the first connect that fails for want of a local port (TIME_WAIT exhaustion)")
 	seed := fs.String("seed", "", "az: the seed document; also run its Python client against the same scene, as many exchanges")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	stepOnly := fs.Bool("step-only", false, "zmq: time sim.step alone, in lock step, instead of a whole tick")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -144,16 +145,38 @@ func benchVREP(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("bridge bench vrep: %w", err)
 	}
 	u := []float64{0.5, -0.5}
+	exchange := func() error { return scene.Exchange(u) }
+	if *stepOnly {
+		if proto != vrep.ZMQ {
+			fmt.Fprintln(stderr, "bridge bench vrep: -step-only times sim.step: -protocol zmq")
+			return errUsage
+		}
+		// The scene is open (started, in lock step): a second client of
+		// ours alone steps it, the scene's own client being idle.
+		scene.Close()
+		r, err := vrep.DialRemote(ctx, vrep.RemoteConfig{Address: addr, CallTimeout: *timeout, ClientTimeout: 5 * time.Second})
+		if err != nil {
+			return fmt.Errorf("bridge bench vrep: %w", err)
+		}
+		defer r.Close()
+		if _, err := r.Call("sim.setStepping", true); err != nil {
+			return fmt.Errorf("bridge bench vrep: %w", err)
+		}
+		exchange = func() error { _, err := r.Call("sim.step"); return err }
+	}
 	cfg := loopbench.ExchangeConfig{Rate: *rate, Duration: *duration, Count: *count}
 	if *untilRefused {
 		cfg.Stop = func(err error) bool { return errors.Is(err, syscall.EADDRNOTAVAIL) }
 	}
-	rep, err := loopbench.RunExchanges(ctx, cfg, func() error { return scene.Exchange(u) })
+	rep, err := loopbench.RunExchanges(ctx, cfg, exchange)
 	if err != nil {
 		return err
 	}
 	tw, twErr := loopbench.TimeWait(portOf(addr))
 	name := "go " + proto.String() + " client"
+	if *stepOnly {
+		name = "go zmq client, sim.step alone"
+	}
 	if *asJSON {
 		return rep.JSON(stdout)
 	}
