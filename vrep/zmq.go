@@ -22,7 +22,6 @@ type zmqBackend struct {
 	log     *slog.Logger
 	r       *Remote
 	handles []int64
-	started bool // this client started the simulation
 }
 
 func (b *zmqBackend) open(ctx context.Context) error {
@@ -67,7 +66,6 @@ func (b *zmqBackend) open(ctx context.Context) error {
 		if _, err := r.Call("sim.startSimulation"); err != nil {
 			return fail(err)
 		}
-		b.started = true
 		b.log.Info("started the simulation", "stepping", b.cfg.Stepping)
 	}
 	return nil

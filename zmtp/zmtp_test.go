@@ -53,30 +53,7 @@ func tcpPair(t *testing.T) (net.Conn, net.Conn) {
 // A REQ socket of zmq4 talks to a REP Conn of this package.
 func TestRepAgainstZmq4Req(t *testing.T) {
 	ln := listen(t)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	wg.Go(func() {
-		nc, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer nc.Close()
-		c, err := zmtp.Handshake(nc, zmq4.Rep, 0, time.Now().Add(10*time.Second))
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		if c.Peer != "REQ" {
-			t.Errorf("peer %q", c.Peer)
-		}
-		for {
-			body, err := c.Recv()
-			if err != nil {
-				return
-			}
-			c.Send(append([]byte("re:"), body...))
-		}
-	})
+	peer := serveRep(t, ln, func(body []byte) []byte { return append([]byte("re:"), body...) })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	req := zmq4.NewReq(ctx)
@@ -96,6 +73,46 @@ func TestRepAgainstZmq4Req(t *testing.T) {
 			t.Errorf("reply %q", got)
 		}
 	}
+	req.Close()
+	if p := <-peer; p != "REQ" {
+		t.Errorf("peer %q", p)
+	}
+}
+
+// serveRep answers the first client on ln with a REP Conn of this package
+// until it leaves, replying reply(body); the peer's socket type comes on
+// the channel when it has left.
+func serveRep(t *testing.T, ln net.Listener, reply func([]byte) []byte) <-chan string {
+	peer := make(chan string, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	context.AfterFunc(ctx, func() { ln.Close() })
+	wg.Go(func() {
+		defer close(peer)
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		context.AfterFunc(ctx, func() { nc.Close() })
+		c, err := zmtp.Handshake(nc, zmq4.Rep, 0, time.Now().Add(30*time.Second))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer func() { peer <- c.Peer }()
+		for {
+			body, err := c.Recv()
+			if err != nil {
+				return
+			}
+			if err := c.Send(reply(body)); err != nil {
+				return
+			}
+		}
+	})
+	return peer
 }
 
 // A REQ Conn of this package talks to a REP socket of zmq4.
@@ -282,27 +299,7 @@ func TestPyzmqInterop(t *testing.T) {
 		t.Skip("pyzmq is not installed: python3 -m pip install pyzmq==27.3.0")
 	}
 	ln := listen(t)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	wg.Go(func() {
-		nc, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer nc.Close()
-		c, err := zmtp.Handshake(nc, zmq4.Rep, 0, time.Now().Add(30*time.Second))
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		for {
-			body, err := c.Recv()
-			if err != nil {
-				return
-			}
-			c.Send(bytes.ToUpper(body))
-		}
-	})
+	serveRep(t, ln, bytes.ToUpper)
 	script := `
 import sys, zmq
 s = zmq.Context().socket(zmq.REQ)
