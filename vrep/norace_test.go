@@ -1,0 +1,5 @@
+//go:build !race
+
+package vrep_test
+
+const raceEnabled = false
