@@ -133,30 +133,7 @@ func benchRelay(b *testing.B, rate float64, apply string) {
 	}
 	defer emio.Close()
 
-	sup := bridge.NewSupervisor(bridge.SupervisorConfig{Logger: log})
-	for _, x := range []*Built{meca, emio} {
-		if err := sup.AddLink(x.Link, nil, x.Deps...); err != nil {
-			b.Fatal(err)
-		}
-	}
-	sup.Add("meca500 partner", partner)
-	sup.Add("emio partner", emio.Partner)
-	sctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sup.Serve(sctx) }()
-	for meca.Link.State() != bridge.Running || emio.Link.State() != bridge.Running {
-		time.Sleep(10 * time.Millisecond)
-	}
-	b.ResetTimer()
-	start := meca.Link.Ticks()
-	for meca.Link.Ticks()-start < uint64(b.N) {
-		time.Sleep(time.Millisecond)
-	}
-	b.StopTimer()
-	stop()
-	if err := <-done; err != nil {
-		b.Error(err)
-	}
+	benchLinks(b, []*Built{meca, emio}, []bridge.Part{{Name: "meca500 partner", Service: partner}, {Name: "emio partner", Service: emio.Partner}}, nil)
 	mu.Lock()
 	defer mu.Unlock()
 	us := func(ns int64) float64 { return float64(ns) / 1e3 }

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -74,33 +73,13 @@ func benchVREP(b *testing.B, rate float64) {
 		b.Fatal(err)
 	}
 	defer ml.Close()
-	sup := bridge.NewSupervisor(bridge.SupervisorConfig{Logger: log})
-	for _, x := range []*Built{vl, ml} {
-		if err := sup.AddLink(x.Link, nil, x.Deps...); err != nil {
-			b.Fatal(err)
-		}
-		sup.Add(x.Config.Name+" partner", x.Partner)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sup.Serve(ctx) }()
-	for vl.Link.State() != bridge.Running || ml.Link.State() != bridge.Running {
-		time.Sleep(10 * time.Millisecond)
-	}
 	scene := vl.Link.Plant().(*vrep.Scene)
-	before := scene.Stats()
-	on.Store(true)
-	b.ResetTimer()
-	start := vl.Link.Ticks()
-	for vl.Link.Ticks()-start < uint64(b.N) {
-		time.Sleep(time.Millisecond)
-	}
-	b.StopTimer()
+	var before vrep.Stats
+	benchLinks(b, []*Built{vl, ml}, []bridge.Part{{Name: "vrep partner", Service: vl.Partner}, {Name: "mem partner", Service: ml.Partner}}, func() {
+		before = scene.Stats()
+		on.Store(true)
+	})
 	after := scene.Stats()
-	stop()
-	if err := <-done; err != nil {
-		b.Error(err)
-	}
 	us := func(ns int64) float64 { return float64(ns) / 1e3 }
 	b.ReportMetric(us(vt.work.Quantile(0.5)), "vrep-work-p50-µs")
 	b.ReportMetric(us(vt.work.Quantile(0.99)), "vrep-work-p99-µs")
