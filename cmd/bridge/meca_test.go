@@ -16,31 +16,11 @@ import (
 func TestSimMeca500(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	pr, pw := io.Pipe()
-	done := make(chan int, 1)
-	go func() {
-		var stderr strings.Builder
-		code := run(ctx, []string{"sim", "meca500", "-listen", "127.0.0.1:0"}, pw, &stderr)
-		pw.Close()
-		done <- code
-	}()
-	lines := bufio.NewScanner(pr)
-	if !lines.Scan() {
-		t.Fatal("no output")
-	}
-	first := lines.Text()
+	first, rest, done := startCommand(ctx, t, "sim", "meca500", "-listen", "127.0.0.1:0")
 	_, addr, ok := strings.Cut(first, " on ")
 	if !ok || !strings.HasPrefix(first, "simulated Meca500 R3 (firmware 9.3.0)") {
 		t.Fatalf("first line %q", first)
 	}
-	rest := make(chan string, 1)
-	go func() {
-		var b strings.Builder
-		for lines.Scan() {
-			b.WriteString(lines.Text() + "\n")
-		}
-		rest <- b.String()
-	}()
 	arm, err := meca500.New(meca500.Config{Address: addr, Activate: true, Home: true, Resume: true, ReplyTimeout: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -59,4 +39,34 @@ func TestSimMeca500(t *testing.T) {
 	if out := <-rest; !strings.Contains(out, "served") {
 		t.Errorf("output %q", out)
 	}
+}
+
+// startCommand runs a command of this binary until ctx is done: its first
+// line of output, the rest of it once it has exited, and its exit status.
+func startCommand(ctx context.Context, t *testing.T, args ...string) (first string, rest <-chan string, done <-chan int) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	code := make(chan int, 1)
+	var stderr strings.Builder
+	go func() {
+		c := run(ctx, args, pw, &stderr)
+		pw.Close()
+		if c != 0 {
+			t.Logf("%v: %s", args, stderr.String())
+		}
+		code <- c
+	}()
+	lines := bufio.NewScanner(pr)
+	if !lines.Scan() {
+		t.Fatalf("%v: no output: %s", args, stderr.String())
+	}
+	out := make(chan string, 1)
+	go func() {
+		var b strings.Builder
+		for lines.Scan() {
+			b.WriteString(lines.Text() + "\n")
+		}
+		out <- b.String()
+	}()
+	return lines.Text(), out, code
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"io"
 	"regexp"
 	"strings"
 	"testing"
@@ -19,31 +17,11 @@ func TestSimVREP(t *testing.T) {
 		t.Run(proto.String(), func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			pr, pw := io.Pipe()
-			done := make(chan int, 1)
-			var stderr strings.Builder
-			go func() {
-				code := run(ctx, []string{"sim", "vrep", "-protocol", proto.String(), "-listen", "127.0.0.1:0"}, pw, &stderr)
-				pw.Close()
-				done <- code
-			}()
-			lines := bufio.NewScanner(pr)
-			if !lines.Scan() {
-				t.Fatal("no output")
-			}
-			first := lines.Text()
+			first, rest, done := startCommand(ctx, t, "sim", "vrep", "-protocol", proto.String(), "-listen", "127.0.0.1:0")
 			m := regexp.MustCompile(` on (127\.0\.0\.1:\d+): `).FindStringSubmatch(first)
 			if m == nil || !strings.HasPrefix(first, "simulated ") {
 				t.Fatalf("first line %q", first)
 			}
-			rest := make(chan string, 1)
-			go func() {
-				var b strings.Builder
-				for lines.Scan() {
-					b.WriteString(lines.Text() + "\n")
-				}
-				rest <- b.String()
-			}()
 			s, err := vrep.New(vrep.Config{Protocol: proto, Address: m[1], Timeout: 10 * time.Second, Stepping: true, Start: true})
 			if err != nil {
 				t.Fatal(err)
@@ -59,7 +37,7 @@ func TestSimVREP(t *testing.T) {
 			s.Close()
 			cancel()
 			if code := <-done; code != 0 {
-				t.Errorf("exit %d: %s", code, stderr.String())
+				t.Errorf("exit %d", code)
 			}
 			if out := <-rest; !regexp.MustCompile(`wheel angles \[0\.[01]\d0 0\.[01]\d0\] rad`).MatchString(out) {
 				t.Errorf("output %q", out)
