@@ -48,6 +48,7 @@ type VREPPlant struct {
 
 	protocol vrep.Protocol
 	mode     vrep.Mode
+	zmqKeys  []string // the keys of protocol "zmq" the file set
 }
 
 // VREPSim is [link.plant.sim]: the simulated scene.
@@ -60,6 +61,16 @@ type VREPSim struct {
 func (p *VREPPlant) Kind() string { return "vrep" }
 
 func (p *VREPPlant) defaults(l *Link) {
+	p.zmqKeys = p.zmqKeys[:0]
+	for _, k := range []struct {
+		key string
+		set bool
+	}{{"joints", p.Joints != nil}, {"mode", p.Mode != ""}, {"stepping", p.Stepping != nil}, {"start", p.Start != nil},
+		{"client_timeout", p.ClientTimeout.Duration != 0}} {
+		if k.set {
+			p.zmqKeys = append(p.zmqKeys, k.key)
+		}
+	}
 	if p.Protocol == "" {
 		p.Protocol = "az"
 	}
@@ -153,13 +164,11 @@ func (p *VREPPlant) validate(l *Link, v *validator) {
 	if l.RateHz > 0 && !math.IsInf(l.RateHz, 0) && p.VelTimeout.Duration <= l.Period() {
 		v.bad("plant.vel_timeout", p.VelTimeout.Duration, fmt.Sprintf("longer than the link's period %v, or the wheels stop between ticks (3 periods is right)", l.Period()))
 	}
-	zmqOnly := func(key string, set bool) {
-		if set && p.protocol != vrep.ZMQ {
-			v.bad("plant."+key, "set", `nothing with protocol = "az" (it belongs to protocol = "zmq"); remove it`)
+	if p.protocol == vrep.AZ {
+		for _, k := range p.zmqKeys {
+			v.bad("plant."+k, "set", `nothing with protocol = "az" (it belongs to protocol = "zmq"); remove it`)
 		}
 	}
-	zmqOnly("joints", p.protocol == vrep.AZ && p.Joints != nil)
-	zmqOnly("mode", p.mode != vrep.Velocity)
 	if p.protocol == vrep.ZMQ && (p.Measure != nil || p.Command != nil) {
 		v.bad("plant.measure/command", "set", `nothing with protocol = "zmq": its vectors follow joints`)
 	}

@@ -85,6 +85,8 @@ func TestVREPPlantConfig(t *testing.T) {
 		"max = [1.0, 1e39]\n":                        "plant.min[1]/max[1] = -10 1e+39",
 		"address = \"localhost\"\n":                  `plant.address = "localhost": want "sim", or host:port such as "127.0.0.1:33211"`,
 		"stepping = \"yes\"\n":                       "stepping",
+		"stepping = true\n":                          `plant.stepping = set: want nothing with protocol = "az"`,
+		"client_timeout = \"2s\"\n":                  `plant.client_timeout = set: want nothing with protocol = "az"`,
 		"port = \"sim\"\n":                           `plant.port: not a key of plant kind "vrep"; it belongs to kind "emio"`,
 		"[link.plant.sim]\nstep = \"0s\"\n":          "",
 	} {

@@ -345,6 +345,9 @@ type backend interface {
 	step(set bool, targets []float64, advance bool, s *sample) error
 	// halt applies the halt policy.
 	halt(p plant.HaltPolicy, targets []float64) error
+	// restarted is told that the simulation started again (its time went
+	// back): what the scene forgot of this client is set again.
+	restarted() error
 	close() error
 }
 
@@ -611,6 +614,9 @@ func (s *Scene) exchange(set bool, targets []float64, advance bool) error {
 		s.obs.Restarted()
 		s.log.Warn("the scene's simulation time went backwards: the simulation was restarted; the wheel angles start again too",
 			"from_s", from, "to_s", s.work.time)
+		if err := s.be.restarted(); err != nil {
+			s.log.Warn("the scene after its restart", "err", err)
+		}
 	}
 	return nil
 }
@@ -754,6 +760,7 @@ type azBackend struct{ c *AZClient }
 
 func (b *azBackend) open(context.Context) error { return nil }
 func (b *azBackend) close() error               { return nil }
+func (b *azBackend) restarted() error           { return nil }
 
 func (b *azBackend) step(_ bool, targets []float64, _ bool, s *sample) error {
 	var req Request

@@ -319,3 +319,31 @@ func TestSceneZMQBadJoint(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// A person stops and starts the simulation: CoppeliaSim forgets every
+// client's stepping; the backend sees the time go back and steps it in
+// lock with the link again.
+func TestSceneZMQRestartKeepsLockStep(t *testing.T) {
+	scene, addr := startZMQ(t, vrepsim.ZMQConfig{})
+	obs := &counter{}
+	s := newScene(t, vrep.Config{Protocol: vrep.ZMQ, Address: addr, Timeout: 5 * time.Second, Stepping: true, Start: true, Observer: obs})
+	meas := make([]float64, 3)
+	for range 5 {
+		tick(t, s, meas, []float64{1, 1})
+	}
+	scene.Restart() // Stop, then Play
+	if scene.Stepping() != 0 {
+		t.Fatal("the simulated scene kept the stepping across a stop")
+	}
+	tick(t, s, meas, []float64{1, 1})
+	if obs.get(func(c *counter) int { return c.restarts }) != 1 || scene.Stepping() != 1 {
+		t.Fatalf("%d restarts seen, %d stepping clients", obs.restarts, scene.Stepping())
+	}
+	steps := scene.World().Snapshot().Steps
+	for range 5 {
+		tick(t, s, meas, []float64{1, 1})
+	}
+	if n := scene.World().Snapshot().Steps - steps; n != 5 {
+		t.Errorf("%d steps for 5 ticks after the restart: not in lock step", n)
+	}
+}

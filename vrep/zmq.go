@@ -106,6 +106,26 @@ func (b *zmqBackend) step(set bool, targets []float64, advance bool, s *sample) 
 	return nil
 }
 
+// restarted sets stepping again: sim.stopSimulation ends every client's
+// stepping (docs/vrep.md §4), so a simulation stopped and started again by
+// a person would otherwise run free of the link. setStepping returns the
+// level before the call: a level this client still had is put back.
+func (b *zmqBackend) restarted() error {
+	if b.r == nil || !b.cfg.Stepping {
+		return nil
+	}
+	prev, err := b.r.Float("sim.setStepping", true)
+	if err != nil {
+		return err
+	}
+	if prev > 0 {
+		_, err = b.r.Call("sim.setStepping", false)
+		return err
+	}
+	b.log.Info("the simulation was stopped and started again: in lock step with the link again")
+	return nil
+}
+
 func (b *zmqBackend) halt(p plant.HaltPolicy, targets []float64) error {
 	if b.r == nil {
 		return nil
