@@ -58,8 +58,9 @@ func startCommand(ctx context.Context, t *testing.T, args ...string) (first stri
 	}()
 	lines := bufio.NewScanner(pr)
 	if !lines.Scan() {
-		t.Fatalf("%v: no output: %s", args, stderr.String())
+		t.Fatalf("%v: no output", args)
 	}
+	first = lines.Text()
 	out := make(chan string, 1)
 	go func() {
 		var b strings.Builder
@@ -68,5 +69,5 @@ func startCommand(ctx context.Context, t *testing.T, args ...string) (first stri
 		}
 		out <- b.String()
 	}()
-	return lines.Text(), out, code
+	return first, out, code
 }
