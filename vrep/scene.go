@@ -380,7 +380,8 @@ type Scene struct {
 	wake    chan struct{}
 	// Published by the worker and Reopen, read by Measure.
 	smp        sample
-	have       bool
+	have       bool // since the last (re)open
+	seen       bool // ever: smp.time is a time of this scene's
 	fail       error
 	failures   int // in a row
 	restarts   uint64
@@ -600,11 +601,13 @@ func (s *Scene) exchange(set bool, targets []float64, advance bool) error {
 	}
 	s.obs.Exchanged(rtt, s.work.time)
 	s.mu.Lock()
-	back := s.have && s.work.time < s.smp.time
+	// Across a reopen too: a scene stopped and started again while the
+	// link was degraded is a restart.
+	back := s.seen && s.work.time < s.smp.time
 	from := s.smp.time
 	s.smp.time = s.work.time
 	copy(s.smp.q, s.work.q)
-	s.have, s.failures, s.lastRTT = true, 0, rtt
+	s.have, s.seen, s.failures, s.lastRTT = true, true, 0, rtt
 	s.count++
 	if back {
 		s.restarts++

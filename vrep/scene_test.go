@@ -206,6 +206,27 @@ func TestSceneRestart(t *testing.T) {
 	}
 }
 
+// A scene stopped and started again while the link was degraded is a
+// restart too.
+func TestSceneRestartWhileAway(t *testing.T) {
+	world, addr := startAZ(t, vrepsim.AZConfig{})
+	s := newScene(t, vrep.Config{Address: addr, Timeout: time.Second, MaxFailures: 1})
+	meas := make([]float64, 3)
+	for range 3 {
+		tick(t, s, meas, []float64{1, 1})
+	}
+	world.Inject(vrepsim.Refuse, 1)
+	s.Command([]float64{1, 1})
+	waitFor(t, "the failure", func() bool { return s.Measure(meas) != nil })
+	world.Restart()
+	if err := s.Reopen(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.Restarts != 1 {
+		t.Errorf("%d restarts seen across the reopen, want 1", st.Restarts)
+	}
+}
+
 // The loop thread's side allocates nothing.
 func TestSceneAllocs(t *testing.T) {
 	_, addr := startAZ(t, vrepsim.AZConfig{})
