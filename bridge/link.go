@@ -97,6 +97,7 @@ type Link struct {
 	plant   plant.Plant
 	ready   plant.Readier // nil: the plant's measurement is always complete
 	deadman plant.Deadman // nil: the plant gets the last good command every tick
+	latch   plant.Latcher // nil: Measure fills the whole measurement
 	ex      Exchanger
 	clock   *realtime.Clock
 	loopObs LoopObserver
@@ -184,6 +185,7 @@ func NewLink(cfg LinkConfig, p plant.Plant, ex Exchanger, clock *realtime.Clock,
 	}
 	l.ready, _ = p.(plant.Readier)
 	l.deadman, _ = p.(plant.Deadman)
+	l.latch, _ = p.(plant.Latcher)
 	l.deviceUp.Store(true)
 	return l, nil
 }
@@ -331,12 +333,13 @@ func (l *Link) Tick(ti *TickInfo) {
 	}
 	// emioapi reads the motors, then writes the previous tick's command
 	// (docs/simulink-udp.md §8.3–8.4): q_k is read before u_{k−1} is written.
+	measured := false
 	if up {
 		if err := l.plant.Measure(l.meas); err != nil {
 			l.fail(err)
 			up = false
 		} else {
-			store(l.measShadow, l.meas)
+			measured = true
 			l.measured.Add(1)
 		}
 	}
@@ -344,6 +347,7 @@ func (l *Link) Tick(ti *TickInfo) {
 		up = l.applyPrevious()
 	}
 	if l.ex.Synced() && !l.complete() {
+		l.latched(measured)
 		// Nothing to tell Simulink yet: no measurement was ever read (the
 		// device has not opened), or the plant's is incomplete (no camera
 		// frame yet). The handshake (seq −1, zero payload, which the
@@ -361,7 +365,16 @@ func (l *Link) Tick(ti *TickInfo) {
 		l.stale.Add(1)
 		l.cmdObs.StaleMeasurement()
 	}
-	s := l.ex.Exchange(l.meas, l.rx, ti.Next-l.margin)
+	// The datagram leaves at the tick's deadline (docs/architecture.md
+	// "One tick"): wait for it, then take what a goroutine keeps newest.
+	ti.Gate()
+	l.latched(measured)
+	window := ti.Next - l.margin
+	if ti.NextWake != 0 {
+		// The next tick wakes a lead before its deadline.
+		window = min(window, ti.NextWake)
+	}
+	s := l.ex.Exchange(l.meas, l.rx, window)
 	accepted := s.Success() && l.accept()
 	if up && l.cfg.Apply == ApplyImmediate {
 		switch {
@@ -381,6 +394,18 @@ func (l *Link) Tick(ti *TickInfo) {
 			l.setState(next, cause, nil)
 		}
 	}
+}
+
+// latched completes a measurement just read: the values a Latcher keeps
+// newest, then the copy the status view reads.
+func (l *Link) latched(measured bool) {
+	if !measured {
+		return
+	}
+	if l.latch != nil {
+		l.latch.Latch(l.meas)
+	}
+	store(l.measShadow, l.meas)
 }
 
 // complete reports whether the link has a real measurement to send.

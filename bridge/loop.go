@@ -26,9 +26,21 @@ type LoopConfig struct {
 	Period   time.Duration // > 0
 	Priority int           // SCHED_FIFO priority of the loop thread, 1..99; 0 = SCHED_OTHER
 	CPU      int           // pin the loop thread to this CPU; -1 = no pinning
-	// Spin selects sleep-then-spin: wake this long before the deadline and
-	// spin to it; 0 = off; must be < Period. It costs Spin/Period of a core.
-	Spin       time.Duration
+	// Spin selects sleep-then-spin: sleep to this long before the send
+	// instant and spin to it; 0 = off; must be < Period. It costs
+	// Spin/Period of a core. AutoSpin learns it instead: the p99.9 of the
+	// sleeps' wake-up lateness (docs/realtime.md §15), at least Spin.
+	Spin     time.Duration
+	AutoSpin bool
+	// Lead is how long before the deadline the loop wakes to measure, so
+	// that the datagram leaves at the deadline (TickInfo.Gate): the
+	// controlled instant of a tick is its send, not its wake-up. AutoLead
+	// learns it from the ticks (a running p99.9 of the time from the
+	// planned wake-up to the gate, plus a guard); Lead is then its floor.
+	// Lead 0 without AutoLead is the old shape: wake at the deadline and
+	// send as soon as measured.
+	Lead       time.Duration
+	AutoLead   bool
 	LockMemory bool // mlockall(MCL_CURRENT|MCL_FUTURE), process-wide
 	// DMALatency holds /dev/cpu_dma_latency at 0 while the loop serves, as
 	// cyclictest does, keeping the CPUs out of deep C-states. It is what
@@ -43,6 +55,18 @@ type LoopConfig struct {
 	// periods the tick runs anyway (counted in Missed), and the loop goes on
 	// at Period until events return.
 	Trigger Trigger
+	// Pacer, when set, places the deadlines instead of the fixed grid:
+	// clock = "camera" ticks on a grid locked to the camera's frames
+	// (framelock.Lock), on the loop's own timer.
+	Pacer Pacer
+}
+
+// Pacer places a loop's deadlines.
+type Pacer interface {
+	// Next returns the deadline (CLOCK_MONOTONIC ns) of the tick after the
+	// one at prev; now is the current time. It must return a deadline after
+	// prev and must not allocate or block.
+	Next(prev, now int64) int64
 }
 
 // Trigger is an event source that a loop can tick on, such as a
@@ -66,9 +90,16 @@ func (c LoopConfig) Validate() error {
 	case c.Spin < 0 || c.Spin >= c.Period:
 		return fmt.Errorf("bridge: loop spin %v: %w (want 0 (off) up to less than the period %v)",
 			c.Spin, ErrConfig, c.Period)
-	case c.Spin > 0 && c.Trigger != nil:
-		return fmt.Errorf("bridge: loop spin %v: %w (a loop paced by camera frames cannot spin to a deadline; want 0)",
+	case (c.Spin > 0 || c.AutoSpin) && c.Trigger != nil:
+		return fmt.Errorf("bridge: loop spin %v: %w (a loop woken by each camera frame cannot spin to a deadline; want 0)",
 			c.Spin, ErrConfig)
+	case c.Lead < 0 || c.Lead > c.Period/2:
+		return fmt.Errorf("bridge: loop lead %v: %w (want 0 up to half the period, %v)", c.Lead, ErrConfig, c.Period/2)
+	case (c.Lead > 0 || c.AutoLead) && c.Trigger != nil:
+		return fmt.Errorf("bridge: loop lead %v: %w (a loop woken by each camera frame has no deadline to send on; want 0)",
+			c.Lead, ErrConfig)
+	case c.Trigger != nil && c.Pacer != nil:
+		return fmt.Errorf("bridge: loop: %w (a trigger and a pacer: want one of them)", ErrConfig)
 	}
 	if err := c.threadConfig().Validate(); err != nil {
 		// Only the CPU is left to be wrong; say so in the loop's terms.
@@ -91,13 +122,40 @@ func (c LoopConfig) threadConfig() realtime.ThreadConfig {
 // a tick must not keep the pointer.
 type TickInfo struct {
 	N        uint64 // index of this tick, from 0
-	Deadline int64  // this tick's deadline, CLOCK_MONOTONIC ns
-	Next     int64  // the next tick's deadline, ns: work must finish before it
-	Wake     int64  // when the loop woke, ns
-	Skipped  int    // whole periods skipped just before this tick (overrun)
+	Deadline int64  // this tick's deadline, CLOCK_MONOTONIC ns: its send instant
+	Next     int64  // the next tick's deadline, ns
+	// NextWake is when the loop will wake for the next tick (Next less
+	// the lead): a receive window must close before it.
+	NextWake int64
+	Wake     int64 // when the loop woke, ns
+	Skipped  int   // whole periods skipped just before this tick (overrun)
 	// Missed is true, on a loop paced by a Trigger, when this tick runs
 	// because no event came in time.
 	Missed bool
+
+	loop    *Loop
+	planned int64 // the planned wake-up: Deadline less the lead
+	arrived int64 // when the tick reached Gate
+	sent    int64 // when Gate returned; 0: the tick did not gate
+}
+
+// Gate waits for the tick's send instant, its Deadline, and returns the
+// time: the link calls it after measuring, right before the datagram
+// leaves. The loop learns from it how long measuring takes, and so how early
+// to wake. A TickInfo that no loop runs (a test's) returns at once.
+func (ti *TickInfo) Gate() int64 {
+	if ti.loop == nil {
+		return ti.Wake
+	}
+	return ti.loop.gate(ti)
+}
+
+// LeadObserver is a LoopObserver that also records the send gate: the lead
+// in use, the measurement's age at the send (from the wake-up to the send),
+// and whether measuring overran the lead (the send was late). Optional; its
+// method runs on the loop thread and must not allocate.
+type LeadObserver interface {
+	ObserveLead(leadNs, ageNs int64, overran bool)
 }
 
 // LoopObserver records timing from the loop thread. Its methods run inside
@@ -111,12 +169,22 @@ type LoopObserver interface {
 // absolute CLOCK_MONOTONIC deadlines from one locked, optionally real-time OS
 // thread. On an overrun it skips whole periods and counts them, never bursts.
 type Loop struct {
-	cfg    LoopConfig
-	period int64
-	spin   int64
-	timer  loopTimer
-	obs    LoopObserver
-	log    *slog.Logger
+	cfg     LoopConfig
+	period  int64
+	spin    int64 // in use: cfg.Spin, or learned with AutoSpin
+	lead    int64 // in use: cfg.Lead, or learned with AutoLead
+	timer   loopTimer
+	obs     LoopObserver
+	leadObs LeadObserver // nil: obs records no lead
+	log     *slog.Logger
+
+	// Loop thread only: the samples the lead and the spin are learned from.
+	pre, slept quantileWindow
+
+	leadNow, spinNow atomic.Int64 // published copies of lead and spin
+	leadOverruns     atomic.Uint64
+
+	gateErr error // a failed sleep in Gate, returned after the tick
 
 	ticks    atomic.Uint64
 	overruns atomic.Uint64
@@ -173,15 +241,48 @@ func newLoop(cfg LoopConfig, timer loopTimer, obs LoopObserver, logger *slog.Log
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Loop{
+	l := &Loop{
 		cfg:    cfg,
 		period: int64(cfg.Period),
 		spin:   int64(cfg.Spin),
+		lead:   int64(cfg.Lead),
 		timer:  timer,
 		obs:    obs,
 		log:    logger,
+		pre:    newQuantileWindow(learnWindow),
+		slept:  newQuantileWindow(learnWindow),
 	}
+	l.leadObs, _ = obs.(LeadObserver)
+	if cfg.AutoLead {
+		// Until the first ticks are measured: a tenth of the period, at
+		// most 2 ms, which a servo read of the Emio fits in.
+		l.lead = max(l.lead, min(l.period/10, int64(2*time.Millisecond)))
+	}
+	l.leadNow.Store(l.lead)
+	l.spinNow.Store(l.spin)
+	return l
 }
+
+// How the lead and the spin are learned (docs/realtime.md §15).
+const (
+	learnWindow   = 1024  // samples per window; the estimate spans 1024 to 2048
+	learnQuantile = 0.999 // one tick in a thousand may overrun the lead
+	learnMin      = 16    // samples before the estimate replaces the initial lead
+	// leadGuard covers the gate's own cost and the histogram's resolution
+	// below it.
+	leadGuard = int64(20 * time.Microsecond)
+)
+
+// Lead returns the lead in use: how long before each deadline the loop
+// wakes to measure.
+func (l *Loop) Lead() time.Duration { return time.Duration(l.leadNow.Load()) }
+
+// Spin returns the spin in use before each send.
+func (l *Loop) Spin() time.Duration { return time.Duration(l.spinNow.Load()) }
+
+// LeadOverruns returns how many ticks measured for longer than the lead, so
+// that their datagram left late.
+func (l *Loop) LeadOverruns() uint64 { return l.leadOverruns.Load() }
 
 // Period returns the configured period.
 func (l *Loop) Period() time.Duration { return l.cfg.Period }
@@ -287,9 +388,13 @@ func (l *Loop) run(tick func(*TickInfo)) (err error) {
 		}
 	}()
 
-	st := loopState{next: l.timer.now() + l.period}
-	if l.cfg.Trigger != nil {
+	start := l.timer.now()
+	st := loopState{next: start + l.period}
+	switch {
+	case l.cfg.Trigger != nil:
 		st.next += l.period / 2
+	case l.cfg.Pacer != nil:
+		st.next = l.cfg.Pacer.Next(start, start)
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -304,40 +409,131 @@ func (l *Loop) run(tick func(*TickInfo)) (err error) {
 	return nil
 }
 
-// step runs one iteration: sleep to the deadline, tick, observe, advance the
-// grid. It must not allocate.
+// following returns the deadline after prev: on the grid, or the pacer's.
+func (l *Loop) following(prev, now int64) int64 {
+	if l.cfg.Pacer != nil {
+		return l.cfg.Pacer.Next(prev, now)
+	}
+	return prev + l.period
+}
+
+// step runs one iteration: sleep to the wake-up (the deadline less the
+// lead), tick (which measures, waits in Gate for the deadline and sends),
+// observe, learn, advance. It must not allocate.
 func (l *Loop) step(st *loopState, tick func(*TickInfo)) error {
 	if l.cfg.Trigger != nil {
 		return l.stepTriggered(st, tick)
 	}
-	if l.spin > 0 {
-		if err := l.timer.sleepUntil(st.next - l.spin); err != nil {
+	planned := st.next - l.lead
+	if l.lead == 0 && l.spin > 0 {
+		// No lead: the old shape, spinning to the deadline before the tick.
+		at := planned - l.spin
+		if err := l.timer.sleepUntil(at); err != nil {
 			return err
 		}
-		l.timer.spinUntil(st.next)
-	} else if err := l.timer.sleepUntil(st.next); err != nil {
+		l.slept.add(l.timer.now() - at)
+		l.timer.spinUntil(planned)
+	} else if err := l.timer.sleepUntil(planned); err != nil {
 		return err
 	}
 	wake := l.timer.now()
-	st.info = TickInfo{N: st.n, Deadline: st.next, Next: st.next + l.period, Wake: wake, Skipped: st.skipped}
+	if l.lead > 0 {
+		l.slept.add(wake - planned)
+	}
+	after := l.following(st.next, wake)
+	st.info = TickInfo{N: st.n, Deadline: st.next, Next: after, NextWake: after - l.lead, Wake: wake, Skipped: st.skipped,
+		loop: l, planned: planned}
 	tick(&st.info)
 	end := l.timer.now()
-	l.obs.ObserveTick(wake-st.next, end-wake)
+	lateness := wake - planned
+	if st.info.sent != 0 {
+		lateness = st.info.sent - st.next
+		l.learn(&st.info)
+	}
+	l.obs.ObserveTick(lateness, end-wake)
 	st.n++
 	l.ticks.Add(1)
+	if err := l.gateErr; err != nil {
+		l.gateErr = nil
+		return err
+	}
 
-	st.next += l.period
+	st.next = after
 	st.skipped = 0
 	if st.next <= end {
 		// Skip whole periods to the first deadline still ahead: a late loop
 		// keeps its phase and never runs a burst of catch-up ticks.
-		k := (end-st.next)/l.period + 1
-		st.next += k * l.period
+		k := int64(0)
+		if l.cfg.Pacer == nil {
+			k = (end-st.next)/l.period + 1
+			st.next += k * l.period
+		} else {
+			for ; st.next <= end && k < maxPacerSkips; k++ {
+				st.next = l.cfg.Pacer.Next(st.next, end)
+			}
+			if st.next <= end {
+				st.next = l.cfg.Pacer.Next(end, end)
+			}
+		}
 		st.skipped = int(k)
 		l.overruns.Add(uint64(k))
 		l.obs.ObserveOverrun(int(k))
 	}
 	return nil
+}
+
+// maxPacerSkips bounds the walk over a pacer's deadlines after a long stall.
+const maxPacerSkips = 1 << 12
+
+// gate waits for ti's deadline: sleep, and with a spin, sleep to the spin's
+// start and spin the rest. Loop thread only.
+func (l *Loop) gate(ti *TickInfo) int64 {
+	now := l.timer.now()
+	if ti.sent != 0 {
+		return ti.sent // a second Gate in one tick: already there
+	}
+	ti.arrived = now
+	if now < ti.Deadline {
+		at := ti.Deadline - l.spin
+		if at > now {
+			if err := l.timer.sleepUntil(at); err != nil {
+				l.gateErr = err // reported after the tick; the send goes now
+			}
+			l.slept.add(l.timer.now() - at)
+		}
+		if l.spin > 0 {
+			l.timer.spinUntil(ti.Deadline)
+		}
+		now = l.timer.now()
+	}
+	ti.sent = now
+	return now
+}
+
+// learn updates the lead and the spin from a tick that gated.
+func (l *Loop) learn(ti *TickInfo) {
+	overran := ti.arrived > ti.Deadline
+	if overran {
+		l.leadOverruns.Add(1)
+	}
+	if l.cfg.AutoLead {
+		// From the planned wake-up, so that the lead covers the wake-up's
+		// own lateness as well as the measuring.
+		l.pre.add(ti.arrived - ti.planned)
+		if l.pre.count() >= learnMin {
+			q := l.pre.quantile(learnQuantile)
+			l.lead = min(max(q+leadGuard, int64(l.cfg.Lead)), l.period/2)
+			l.leadNow.Store(l.lead)
+		}
+	}
+	if l.cfg.AutoSpin && l.slept.count() >= learnMin {
+		q := l.slept.quantile(learnQuantile)
+		l.spin = min(max(q+leadGuard, int64(l.cfg.Spin)), l.period/4)
+		l.spinNow.Store(l.spin)
+	}
+	if l.leadObs != nil {
+		l.leadObs.ObserveLead(l.lead, ti.sent-ti.Wake, overran)
+	}
 }
 
 // stepTriggered runs one iteration of a loop paced by its Trigger: wait for
@@ -362,7 +558,8 @@ func (l *Loop) stepTriggered(st *loopState, tick func(*TickInfo)) error {
 	} else {
 		l.missed.Add(1)
 	}
-	st.info = TickInfo{N: st.n, Deadline: deadline, Next: deadline + l.period, Wake: wake, Skipped: skipped, Missed: missed}
+	st.info = TickInfo{N: st.n, Deadline: deadline, Next: deadline + l.period, NextWake: deadline + l.period,
+		Wake: wake, Skipped: skipped, Missed: missed}
 	tick(&st.info)
 	end := l.timer.now()
 	l.obs.ObserveTick(wake-deadline, end-wake)

@@ -70,6 +70,10 @@ type Observer interface {
 	ObserveFrame(trackNs int64, found int, held bool)
 	// ObserveAge: the age of the vector the loop just took.
 	ObserveAge(ageNs int64)
+	// ObserveRead: the loop took, at its send instant, the frame it took
+	// at its last tick again (stale: no new frame was ready), or skipped
+	// frames that were published in between and never sent.
+	ObserveRead(stale bool, skipped uint64)
 	// ObserveUp: the source opened (true) or failed (false).
 	ObserveUp(up bool)
 }
@@ -99,13 +103,24 @@ type Config struct {
 	// StallAfter is how long without a frame counts as a failure (the
 	// supervisor then reopens the source); 0 means 1 s.
 	StallAfter time.Duration
+	// Frames, if set, is told of every published frame on the camera
+	// goroutine: its number, when it arrived and when its vector was
+	// published (a framelock.Lock, for a loop with clock = "camera").
+	Frames FrameObserver
 	// OnFrame, if set, sees every tracked frame on the camera goroutine
 	// (saving frames for offline analysis). It must not keep f or r.
 	OnFrame func(f *Frame, r *tracker.Result)
 }
 
+// FrameObserver is told of each published frame. It must not block or
+// allocate.
+type FrameObserver interface {
+	Observe(frame uint64, arrival, ready int64)
+}
+
 // Sample is the newest published vector's provenance.
 type Sample struct {
+	Seq   uint64 // how many frames were published before it, from 1
 	Frame uint64 // the source's frame number
 	Time  int64  // when it was read (CLOCK_MONOTONIC ns)
 	Held  bool   // the vector was held: the count of markers was not nb_markers
@@ -128,6 +143,9 @@ type Camera struct {
 	sample Sample
 
 	frames    atomic.Uint64
+	lastSeq   uint64 // the loop thread's: Seq of the vector LatchMarkers took last
+	stale     atomic.Uint64
+	skipped   atomic.Uint64
 	valid     atomic.Bool
 	serving   atomic.Bool
 	streaming atomic.Bool // between a successful open and the next failure or stop
@@ -164,6 +182,7 @@ type nopObserver struct{}
 func (nopObserver) ObserveFrame(int64, int, bool) {}
 func (nopObserver) ObserveAge(int64)              {}
 func (nopObserver) ObserveUp(bool)                {}
+func (nopObserver) ObserveRead(bool, uint64)      {}
 
 // Serve opens the source and tracks frames until ctx is done (nil) or the
 // source fails (an error; the supervisor restarts Serve, which reopens it).
@@ -248,12 +267,16 @@ func (c *Camera) track() error {
 	r := &c.res
 	end := c.cfg.Clock.Now()
 	c.cfg.Observer.ObserveFrame(end-start, len(r.Markers), r.Held)
+	seq := c.frames.Load() + 1
 	c.mu.Lock()
 	copy(c.vec, r.Vector)
-	c.sample = Sample{Frame: c.frame.Number, Time: c.frame.Time, Held: r.Held, Found: len(r.Markers), Valid: true}
+	c.sample = Sample{Seq: seq, Frame: c.frame.Number, Time: c.frame.Time, Held: r.Held, Found: len(r.Markers), Valid: true}
 	c.mu.Unlock()
 	c.valid.Store(true)
-	c.frames.Add(1)
+	c.frames.Store(seq)
+	if c.cfg.Frames != nil {
+		c.cfg.Frames.Observe(c.frame.Number, c.frame.Time, end)
+	}
 	if c.cfg.Signal != nil {
 		if err := c.cfg.Signal.Signal(end); err != nil {
 			return err
@@ -266,17 +289,43 @@ func (c *Camera) track() error {
 }
 
 // Markers copies the newest marker vector into dst (3·nb_markers values; it
-// implements the Emio plant's marker source) and records its age. Before the
-// first frame it gives zeros, as emioapi does. q is unused: a camera measures.
+// implements the Emio plant's marker source). Before the first frame it
+// gives zeros, as emioapi does. q is unused: a camera measures.
 func (c *Camera) Markers(_, dst []float64) {
+	c.mu.Lock()
+	copy(dst, c.vec)
+	c.mu.Unlock()
+}
+
+// LatchMarkers is Markers at the send instant of a tick, on the loop
+// thread: it also records the vector's age and whether the tick took a frame
+// it had taken already (stale) or passed over frames (skipped), the
+// measures of a loop locked to the camera (docs/realsense.md §9).
+func (c *Camera) LatchMarkers(_, dst []float64) {
 	c.mu.Lock()
 	copy(dst, c.vec)
 	s := c.sample
 	c.mu.Unlock()
-	if s.Valid {
-		c.cfg.Observer.ObserveAge(c.cfg.Clock.Now() - s.Time)
+	if !s.Valid {
+		return
 	}
+	c.cfg.Observer.ObserveAge(c.cfg.Clock.Now() - s.Time)
+	var skipped uint64
+	stale := s.Seq == c.lastSeq
+	if !stale && c.lastSeq != 0 && s.Seq > c.lastSeq+1 {
+		skipped = s.Seq - c.lastSeq - 1
+	}
+	c.lastSeq = s.Seq
+	if stale {
+		c.stale.Add(1)
+	}
+	c.skipped.Add(skipped)
+	c.cfg.Observer.ObserveRead(stale, skipped)
 }
+
+// Reads returns how many ticks took a frame already taken (stale) and how
+// many published frames no tick took (skipped).
+func (c *Camera) Reads() (stale, skipped uint64) { return c.stale.Load(), c.skipped.Load() }
 
 // Streaming reports whether the source is open and delivering frames (false
 // while the supervisor reopens it).

@@ -97,6 +97,14 @@ func newTracker(st Stream) (*tracker.Tracker, error) {
 type countObserver struct {
 	frames, ages, ups, downs atomic.Int64
 	lastAge                  atomic.Int64
+	stale, skipped           atomic.Int64
+}
+
+func (o *countObserver) ObserveRead(stale bool, skipped uint64) {
+	if stale {
+		o.stale.Add(1)
+	}
+	o.skipped.Add(int64(skipped))
 }
 
 func (o *countObserver) ObserveFrame(int64, int, bool) { o.frames.Add(1) }
@@ -150,11 +158,15 @@ func TestCameraPublishesAndSignals(t *testing.T) {
 		t.Fatalf("vector %v, want %v (frame %d)", vec, want, s.Frame)
 	}
 	c.Markers(nil, vec)
+	if obs.ages.Load() != 0 {
+		t.Fatalf("Markers observed an age: only the send's latch does")
+	}
+	c.LatchMarkers(nil, vec)
 	if obs.ages.Load() == 0 || obs.lastAge.Load() < 0 {
 		t.Fatalf("age not observed: %d", obs.lastAge.Load())
 	}
-	if n := testing.AllocsPerRun(100, func() { c.Markers(nil, vec) }); n != 0 && !raceEnabled {
-		t.Fatalf("Markers allocates %v times", n)
+	if n := testing.AllocsPerRun(100, func() { c.Markers(nil, vec); c.LatchMarkers(nil, vec) }); n != 0 && !raceEnabled {
+		t.Fatalf("Markers and LatchMarkers allocate %v times", n)
 	}
 	cancel()
 	if err := <-done; err != nil {
@@ -320,5 +332,35 @@ func TestTrackAllocs(t *testing.T) {
 	}
 	if s := c.Latest(make([]float64, 3)); s.Found != 1 || s.Held {
 		t.Fatalf("sample %+v", s)
+	}
+}
+
+// A tick that takes the frame it took before is stale; frames published
+// between two ticks and never taken are skipped. The counts follow from the
+// publish sequence alone.
+func TestLatchMarkersCountsStaleAndSkipped(t *testing.T) {
+	obs := &countObserver{}
+	c, err := New(Config{Name: "t", Source: &fakeSource{}, Tracker: newTracker, NbMarkers: 1, Clock: realtime.NewClock(), Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vec := make([]float64, 3)
+	c.LatchMarkers(nil, vec) // no frame yet: nothing to count
+	for _, tc := range []struct {
+		seq            uint64 // the newest published frame at the tick
+		stale, skipped int64  // totals after the tick
+	}{
+		{1, 0, 0}, {2, 0, 0}, {2, 1, 0}, {3, 1, 0}, {6, 1, 2}, {6, 2, 2}, {7, 2, 2},
+	} {
+		c.mu.Lock()
+		c.sample = Sample{Seq: tc.seq, Frame: tc.seq + 100, Valid: true}
+		c.mu.Unlock()
+		c.LatchMarkers(nil, vec)
+		if obs.stale.Load() != tc.stale || obs.skipped.Load() != tc.skipped {
+			t.Fatalf("after frame %d: stale %d skipped %d, want %d and %d", tc.seq, obs.stale.Load(), obs.skipped.Load(), tc.stale, tc.skipped)
+		}
+		if st, sk := c.Reads(); int64(st) != tc.stale || int64(sk) != tc.skipped {
+			t.Fatalf("Reads() = %d, %d, want %d and %d", st, sk, tc.stale, tc.skipped)
+		}
 	}
 }

@@ -312,6 +312,9 @@ func (l *Link) LinkConfig() bridge.LinkConfig {
 			Priority:   l.Loop.Priority,
 			CPU:        *l.Loop.CPU,
 			Spin:       l.Loop.Spin.Duration,
+			AutoSpin:   l.Loop.Spin.Auto,
+			Lead:       l.Loop.Lead.Duration,
+			AutoLead:   l.Loop.Lead.Auto,
 			LockMemory: l.Loop.LockMemory,
 			DMALatency: *l.Loop.DMALatency,
 		},
@@ -365,6 +368,15 @@ func (f loopFanout) ObserveTick(lateNs, workNs int64) {
 func (f loopFanout) ObserveOverrun(periods int) {
 	f.a.ObserveOverrun(periods)
 	f.b.ObserveOverrun(periods)
+}
+
+// ObserveLead passes the send gate on to whichever observer records it.
+func (f loopFanout) ObserveLead(leadNs, ageNs int64, overran bool) {
+	for _, o := range [2]bridge.LoopObserver{f.a, f.b} {
+		if lo, ok := o.(bridge.LeadObserver); ok {
+			lo.ObserveLead(leadNs, ageNs, overran)
+		}
+	}
 }
 
 // fanout sends the master's observations to two observers.

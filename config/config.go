@@ -51,6 +51,41 @@ func (d *Duration) UnmarshalText(b []byte) error {
 // MarshalText implements encoding.TextMarshaler.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
 
+// AutoDuration is a duration or "auto": a value the loop learns.
+type AutoDuration struct {
+	time.Duration
+	Auto bool
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *AutoDuration) UnmarshalText(b []byte) error {
+	if string(b) == "auto" {
+		*d = AutoDuration{Auto: true}
+		return nil
+	}
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("duration %q: want \"auto\" or a number with a unit, like \"200us\"", b)
+	}
+	*d = AutoDuration{Duration: v}
+	return nil
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (d AutoDuration) MarshalText() ([]byte, error) {
+	if d.Auto {
+		return []byte("auto"), nil
+	}
+	return []byte(d.String()), nil
+}
+
+func (d AutoDuration) String() string {
+	if d.Auto {
+		return "auto"
+	}
+	return d.Duration.String()
+}
+
 // Config is a bridge.toml file.
 type Config struct {
 	Service Service
@@ -77,8 +112,9 @@ type Link struct {
 	Halt   string
 	Margin Duration
 	// Clock is what paces the loop: "timer" (its own absolute deadlines) or
-	// a clock the plant offers (Plant.Clocks: "camera" on an Emio with a
-	// camera, ticking on each frame as emioapi does).
+	// a clock the plant offers (Plant.Clocks: on an Emio with a camera,
+	// "camera", a grid locked to the camera's frames, or "frame", a tick on
+	// each frame as emioapi does).
 	Clock   string
 	Loop    LoopTable
 	UDP     UDPTable
@@ -91,9 +127,10 @@ type Link struct {
 type LoopTable struct {
 	Priority   int      `toml:"priority"`
 	CPU        *int     `toml:"cpu"`
-	Spin       Duration `toml:"spin"`
-	LockMemory bool     `toml:"lock_memory"`
-	DMALatency *bool    `toml:"dma_latency"`
+	Spin       AutoDuration  `toml:"spin"`
+	Lead       *AutoDuration `toml:"lead"`
+	LockMemory bool          `toml:"lock_memory"`
+	DMALatency *bool         `toml:"dma_latency"`
 }
 
 // UDPTable is [link.udp]: emioapi's endpoints and thresholds.
@@ -237,6 +274,14 @@ func (l *Link) fillDefaults() {
 	if l.Loop.CPU == nil {
 		l.Loop.CPU = new(-1)
 	}
+	if l.Loop.Lead == nil {
+		if l.Clock == "frame" {
+			// Woken by each frame: no deadline to send on.
+			l.Loop.Lead = &AutoDuration{}
+		} else {
+			l.Loop.Lead = &AutoDuration{Auto: true}
+		}
+	}
 	if l.Loop.DMALatency == nil {
 		l.Loop.DMALatency = new(true)
 	}
@@ -340,8 +385,11 @@ func (l *Link) validate(v *validator) {
 		}
 		v.bad("clock", quote(l.Clock), want)
 	}
-	if l.Clock != "timer" && l.Loop.Spin.Duration != 0 {
-		v.bad("loop.spin", l.Loop.Spin.Duration, fmt.Sprintf("0 with clock = %q (the loop ticks on the plant's events)", l.Clock))
+	if l.Clock == "frame" && (l.Loop.Spin.Duration != 0 || l.Loop.Spin.Auto) {
+		v.bad("loop.spin", l.Loop.Spin, `"0s" with clock = "frame" (the loop ticks on each frame event, on no deadline of its own)`)
+	}
+	if l.Clock == "frame" && (l.Loop.Lead.Duration != 0 || l.Loop.Lead.Auto) {
+		v.bad("loop.lead", *l.Loop.Lead, `"0s" with clock = "frame" (the loop ticks on each frame event, on no deadline of its own)`)
 	}
 	period := time.Duration(float64(time.Second) / max(l.RateHz, 1))
 	if m := l.Margin.Duration; m < 0 || m >= period {
@@ -354,7 +402,10 @@ func (l *Link) validate(v *validator) {
 		v.bad("loop.cpu", cpu, "-1 (no pinning) or a CPU number")
 	}
 	if s := l.Loop.Spin.Duration; s < 0 || s >= period {
-		v.bad("loop.spin", s, fmt.Sprintf("0 ≤ spin < the period (%v)", period))
+		v.bad("loop.spin", s, fmt.Sprintf(`"auto", or 0 ≤ spin < the period (%v)`, period))
+	}
+	if d := l.Loop.Lead.Duration; d < 0 || d > period/2 {
+		v.bad("loop.lead", d, fmt.Sprintf(`"auto", or 0 ≤ lead ≤ half the period (%v); 0 sends as soon as measured`, period/2))
 	}
 	u := &l.UDP
 	if ap, err := netip.ParseAddrPort(u.Remote); err != nil || ap.Port() == 0 || ap.Addr().IsUnspecified() {

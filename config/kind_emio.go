@@ -80,6 +80,16 @@ type CameraTable struct {
 	// PNG, for `bridge track`; "" = off.
 	SaveFrames string `toml:"save_frames"`
 	SaveEvery  int    `toml:"save_every"`
+	// ClockErrorPPM and Jitter make the virtual camera a real one's clock:
+	// its crystal runs this many ppm fast (negative: slow) against the
+	// PC's, and each frame is delivered up to Jitter late, so that a loop
+	// locked to the camera has something to lock onto (sim only).
+	ClockErrorPPM float64  `toml:"clock_error_ppm"`
+	Jitter        Duration `toml:"jitter"`
+	// LockMargin is the time left after the p99 of a frame's readiness
+	// (arrival and tracking) before the tick of clock = "camera" sends;
+	// 0 = 300µs.
+	LockMargin Duration `toml:"lock_margin"`
 }
 
 // Kind implements Plant.
@@ -140,6 +150,9 @@ func (p *EmioPlant) defaults(l *Link) {
 	}
 	if c.SaveEvery == 0 {
 		c.SaveEvery = 30
+	}
+	if c.LockMargin.Duration == 0 {
+		c.LockMargin.Duration = 300 * time.Microsecond
 	}
 }
 
@@ -209,8 +222,21 @@ func (p *EmioPlant) validate(l *Link, v *validator) {
 	if c.FPS != 30 && c.FPS != 60 && c.FPS != 90 {
 		v.bad("plant.camera.fps", c.FPS, "30, 60 or 90 (the D4xx colour modes)")
 	}
-	if l.Clock == "camera" && math.Abs(l.RateHz-float64(c.FPS)) > 0.5 {
-		v.bad("rate_hz", l.RateHz, fmt.Sprintf("the camera fps (%d) with clock = \"camera\"", c.FPS))
+	if (l.Clock == "camera" || l.Clock == "frame") && math.Abs(l.RateHz-float64(c.FPS)) > 0.5 {
+		v.bad("rate_hz", l.RateHz, fmt.Sprintf("the camera fps (%d) with clock = %q", c.FPS, l.Clock))
+	}
+	if c.Kind != "sim" && (c.ClockErrorPPM != 0 || c.Jitter.Duration != 0) {
+		v.bad("plant.camera.clock_error_ppm/jitter", fmt.Sprint(c.ClockErrorPPM, " ", c.Jitter.Duration), `0 (a real camera has its own clock; these make the virtual camera's, kind = "sim")`)
+	}
+	if ppm := c.ClockErrorPPM; !(ppm >= -1000 && ppm <= 1000) {
+		v.bad("plant.camera.clock_error_ppm", ppm, "-1000..1000 ppm (a camera crystal is off by tens)")
+	}
+	framePeriod := time.Second / time.Duration(max(c.FPS, 1))
+	if j := c.Jitter.Duration; j < 0 || j >= framePeriod/2 {
+		v.bad("plant.camera.jitter", j, fmt.Sprintf("0 ≤ jitter < half a frame period (%v)", framePeriod/2))
+	}
+	if m := c.LockMargin.Duration; m < 0 || m >= framePeriod/2 {
+		v.bad("plant.camera.lock_margin", m, fmt.Sprintf("0 < margin < half a frame period (%v)", framePeriod/2))
 	}
 	if lo, hi := *c.DepthMin, *c.DepthMax; lo < 0 || hi > 65535 || lo > hi {
 		v.bad("plant.camera.depth_min/depth_max", fmt.Sprint(lo, " ", hi), "0 ≤ min ≤ max ≤ 65535 (mm)")
@@ -234,7 +260,7 @@ func (p *EmioPlant) Clocks() []string {
 	if p.Camera.Kind == "none" {
 		return nil
 	}
-	return []string{"camera"}
+	return []string{"camera", "frame"}
 }
 
 // Simulated implements Plant.
@@ -397,7 +423,7 @@ func (p *EmioPlant) camera(b *builder, ps *parts, servos *dxlsim.Bus, ids []byte
 			return nil, err
 		}
 	}
-	if b.link.Clock == "camera" {
+	if b.link.Clock == "frame" {
 		ev, err := realtime.NewEvent(clock)
 		if err != nil {
 			return nil, err

@@ -35,6 +35,13 @@ type MarkerSource interface {
 	Markers(q, dst []float64)
 }
 
+// markerLatcher is a marker source that a goroutine keeps newest (a camera):
+// Motors.Latch takes its vector at the send instant through LatchMarkers,
+// which also records what was taken.
+type markerLatcher interface {
+	LatchMarkers(q, dst []float64)
+}
+
 // Config describes the servos.
 type Config struct {
 	// IDs of the motors, in measurement and command order (Emio: 0, 1, 2, 3).
@@ -93,6 +100,8 @@ type Motors struct {
 	misses int
 	missed atomic.Uint64
 	ready  interface{ Ready() bool } // the marker source's, when it has one
+	// latcher is the marker source's LatchMarkers, when it has one.
+	latcher markerLatcher
 
 	measureLen int
 }
@@ -133,6 +142,7 @@ func New(cfg Config) (*Motors, error) {
 		m.minP, m.maxP = -1048575, 1048575
 	}
 	m.ready, _ = cfg.Source.(interface{ Ready() bool })
+	m.latcher, _ = cfg.Source.(markerLatcher)
 	return m, nil
 }
 
@@ -330,6 +340,21 @@ func (m *Motors) Measure(dst []float64) error {
 		clear(dst[:n])
 	}
 	return nil
+}
+
+// Latch implements plant.Latcher: the link calls it right before the
+// datagram leaves, so that the markers are the newest the camera published
+// by then, not those of the servo read's start.
+func (m *Motors) Latch(dst []float64) {
+	if len(dst) != m.MeasureLen() || m.cfg.Source == nil {
+		return
+	}
+	n := len(dst) - len(m.q)
+	if m.latcher != nil {
+		m.latcher.LatchMarkers(m.q, dst[:n])
+	} else {
+		m.cfg.Source.Markers(m.q, dst[:n])
+	}
 }
 
 // Ready implements plant.Readier: the measurement is complete once the

@@ -33,6 +33,12 @@ var _ simulink.Observer = (*Link)(nil)
 type linkCollector struct {
 	lateness, cycle, reply prometheus.Histogram
 	maxDesc, stateDesc     *prometheus.Desc
+	// The send gate (bridge.LeadObserver): the measurement's age at the
+	// send, the lead in use, and ticks whose measuring overran the lead.
+	age                    prometheus.Histogram
+	leadDesc, leadOverDesc *prometheus.Desc
+	leadNs                 atomic.Int64
+	leadOver               atomic.Uint64
 
 	// maxLateNs is the largest lateness since the last Collect. The loop
 	// raises it with a CAS loop; Collect swaps it to 0, so each scrape reports
@@ -53,9 +59,14 @@ func newLink(s *Set, name string, period time.Duration) (*Link, error) {
 		})
 	}
 	c := &linkCollector{
-		lateness: hist("loop_wakeup_lateness_seconds", "Loop wake-up time minus the tick's deadline."),
-		cycle:    hist("loop_cycle_duration_seconds", "Work time per loop tick."),
-		reply:    hist("link_reply_latency_seconds", "Time from the send of a seq to its reply."),
+		lateness: hist("loop_wakeup_lateness_seconds", "When the tick's datagram left (or, for a tick that sent nothing, when the loop woke) minus the tick's deadline."),
+		age:      hist("link_measurement_age_seconds", "Age of the measurement when its datagram left: from the loop's wake-up (the servo read's start) to the send."),
+		leadDesc: prometheus.NewDesc(prometheus.BuildFQName(namespace, "loop", "lead_seconds"),
+			"How long before each deadline the loop wakes to measure, so that the datagram leaves at the deadline (learned with lead = \"auto\").", nil, constLabels),
+		leadOverDesc: prometheus.NewDesc(prometheus.BuildFQName(namespace, "loop", "lead_overruns_total"),
+			"Ticks whose measuring took longer than the lead, so that the datagram left after the deadline.", nil, constLabels),
+		cycle: hist("loop_cycle_duration_seconds", "Work time per loop tick."),
+		reply: hist("link_reply_latency_seconds", "Time from the send of a seq to its reply."),
 		maxDesc: prometheus.NewDesc(prometheus.BuildFQName(namespace, "loop", "lateness_max_seconds"),
 			"Largest loop wake-up lateness since the previous scrape.", nil, constLabels),
 		stateDesc: prometheus.NewDesc(prometheus.BuildFQName(namespace, "link", "state"),
@@ -129,6 +140,15 @@ func (l *Link) ObserveTick(latenessNs, workNs int64) {
 		if latenessNs <= cur || l.coll.maxLateNs.CompareAndSwap(cur, latenessNs) {
 			return
 		}
+	}
+}
+
+// ObserveLead records the send gate of a tick (bridge.LeadObserver).
+func (l *Link) ObserveLead(leadNs, ageNs int64, overran bool) {
+	l.coll.leadNs.Store(leadNs)
+	l.coll.age.Observe(seconds(ageNs))
+	if overran {
+		l.coll.leadOver.Add(1)
 	}
 }
 
@@ -208,8 +228,11 @@ func (c *linkCollector) Describe(ch chan<- *prometheus.Desc) {
 	c.lateness.Describe(ch)
 	c.cycle.Describe(ch)
 	c.reply.Describe(ch)
+	c.age.Describe(ch)
 	ch <- c.maxDesc
 	ch <- c.stateDesc
+	ch <- c.leadDesc
+	ch <- c.leadOverDesc
 }
 
 // Collect implements prometheus.Collector. It resets the lateness maximum.
@@ -217,7 +240,12 @@ func (c *linkCollector) Collect(ch chan<- prometheus.Metric) {
 	c.lateness.Collect(ch)
 	c.cycle.Collect(ch)
 	c.reply.Collect(ch)
+	c.age.Collect(ch)
 	ch <- constMetric(c.maxDesc, seconds(c.maxLateNs.Swap(0)))
+	ch <- constMetric(c.leadDesc, seconds(c.leadNs.Load()))
+	if m, err := prometheus.NewConstMetric(c.leadOverDesc, prometheus.CounterValue, float64(c.leadOver.Load())); err == nil {
+		ch <- m
+	}
 	cur := int(c.state.Load())
 	for i, s := range linkStates {
 		v := 0.0

@@ -77,6 +77,17 @@ type Deadman interface {
 	Idle() error
 }
 
+// Latcher is a plant part of whose measurement a goroutine of its own keeps
+// newest (the Emio's marker vector, which the camera goroutine publishes).
+// The link calls Latch right before the datagram leaves, after Measure and
+// the wait for the send instant, so that those values are as fresh as the
+// send: Measure may leave them out, Latch writes them into dst (the whole
+// measurement, MeasureLen values). It runs on the loop thread, must not
+// block or allocate.
+type Latcher interface {
+	Latch(dst []float64)
+}
+
 // HaltPolicy is what a plant does when its link stops.
 type HaltPolicy uint8
 
