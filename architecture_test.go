@@ -45,7 +45,7 @@ var imports = map[string][]string{
 	// The loop, link and supervisor know no device and no configuration.
 	"bridge":    {"plant", "realtime", "simulink"},
 	"metrics":   {"plant", "simulink"},
-	"loopbench": {"bridge", "latency", "realtime", "simulink"},
+	"loopbench": {"bridge", "latency", "plant", "realtime", "simulink"},
 	// The configuration builds links: it may import every library.
 	"config": {".", "bridge", "camera", "dynamixel", "dynamixel/dxlsim", "emio", "meca500", "meca500/mecasim", "metrics",
 		"plant", "vrep", "vrep/vrepsim", "realsense", "realsense/tracker", "realtime", "sim", "simulink"},

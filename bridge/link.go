@@ -265,6 +265,24 @@ func (l *Link) Overruns() uint64 {
 	return 0
 }
 
+// Lead returns how long before each deadline the link's loop wakes to
+// measure (Loop.Lead).
+func (l *Link) Lead() time.Duration {
+	if lp := l.loop.Load(); lp != nil {
+		return lp.Lead()
+	}
+	return 0
+}
+
+// LeadOverruns returns how many ticks sent late because measuring took
+// longer than the lead (Loop.LeadOverruns).
+func (l *Link) LeadOverruns() uint64 {
+	if lp := l.loop.Load(); lp != nil {
+		return lp.LeadOverruns()
+	}
+	return 0
+}
+
 // MissedTriggers returns, on a link paced by camera frames, how many ticks
 // ran without a frame (Loop.Missed).
 func (l *Link) MissedTriggers() uint64 {

@@ -300,7 +300,7 @@ func (c *Camera) Markers(_, dst []float64) {
 // LatchMarkers is Markers at the send instant of a tick, on the loop
 // thread: it also records the vector's age and whether the tick took a frame
 // it had taken already (stale) or passed over frames (skipped), the
-// measures of a loop locked to the camera (docs/realsense.md §9).
+// measures of a loop locked to the camera (docs/framelock.md).
 func (c *Camera) LatchMarkers(_, dst []float64) {
 	c.mu.Lock()
 	copy(dst, c.vec)

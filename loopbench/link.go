@@ -3,6 +3,7 @@ package loopbench
 import (
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/labbridge/bridge/latency"
 	"github.com/labbridge/bridge/simulink"
@@ -35,6 +36,7 @@ func (r *Replies) Dropped(simulink.DropReason) {}
 
 // LinkReport is `bridge bench link`'s result: JSON field names of -json.
 type LinkReport struct {
+	Plant     string            `json:"plant"`
 	RateHz    float64           `json:"rate_hz"`
 	DurationS float64           `json:"duration_s"`
 	Ticks     uint64            `json:"ticks"`
@@ -43,6 +45,95 @@ type LinkReport struct {
 	Late      uint64            `json:"late"`
 	LatencyUs LatencyUS         `json:"reply_latency_us"`
 	Status    map[string]uint64 `json:"status"`
+	// LeadUs is the lead the loop learned (or was given): how long before
+	// each deadline it woke to measure; LateSends the ticks whose measuring
+	// overran it, so that their datagram left late.
+	LeadUs    float64 `json:"lead_us"`
+	LateSends uint64  `json:"late_sends"`
+	// The partner's view of the link's sends (SendTimingReport). With an
+	// external partner, whose own report gives it, send_deviation_us is
+	// absent and send_clock empty.
+	SendDeviationUs *DeviationUS `json:"send_deviation_us,omitempty"`
+	SendRateHz      float64      `json:"send_rate_hz"`
+	SendClock       string       `json:"send_clock"`
+	SendIntervals   uint64       `json:"send_intervals"`
+	SendGaps        uint64       `json:"send_gaps"`
+}
+
+// SetSendTiming adds the partner's view of the sends to the report.
+func (l *LinkReport) SetSendTiming(s SendTimingReport) {
+	d := s.DeviationUs
+	l.SendDeviationUs, l.SendRateHz, l.SendClock, l.SendIntervals, l.SendGaps = &d, s.RateHz, s.Clock, s.Intervals, s.Gaps
+}
+
+// DeviationUS is the deviation of the send intervals from the period, in
+// microseconds.
+type DeviationUS struct {
+	P50  float64 `json:"p50"`
+	P99  float64 `json:"p99"`
+	P999 float64 `json:"p99_9"`
+	Max  float64 `json:"max"`
+}
+
+// SendTimingReport is simulink.SendTimingStats as printed: JSON field names
+// of the send_timing of `bridge partner -json`.
+type SendTimingReport struct {
+	Clock          string      `json:"clock"`
+	Intervals      uint64      `json:"intervals"`
+	Gaps           uint64      `json:"gaps"`
+	Backward       uint64      `json:"backward"`
+	Missed         uint64      `json:"missed"`
+	MeanIntervalUs float64     `json:"mean_interval_us"`
+	PeriodUs       float64     `json:"period_us"`
+	RateHz         float64     `json:"rate_hz"`
+	DeviationUs    DeviationUS `json:"deviation_us"`
+}
+
+// nsToUS rounds to the ns, so that JSON carries no binary noise.
+func nsToUS(ns float64) float64 { return math.Round(ns) / 1e3 }
+
+// NewSendTimingReport converts s for printing.
+func NewSendTimingReport(s simulink.SendTimingStats) SendTimingReport {
+	return SendTimingReport{
+		Clock: s.Clock, Intervals: s.Intervals, Gaps: s.Gaps, Backward: s.Backward, Missed: s.Missed,
+		MeanIntervalUs: nsToUS(s.MeanIntervalNs), PeriodUs: nsToUS(s.PeriodNs),
+		RateHz: math.Round(s.RateHz*1e6) / 1e6,
+		DeviationUs: DeviationUS{
+			P50: nsToUS(float64(s.P50Ns)), P99: nsToUS(float64(s.P99Ns)), P999: nsToUS(float64(s.P999Ns)), Max: nsToUS(float64(s.MaxNs)),
+		},
+	}
+}
+
+// String is the report on one line: "send interval 33.333 ms (30.000 Hz
+// achieved) over N intervals, deviation µs p50 … (kernel timestamps), gaps g".
+func (s SendTimingReport) String() string {
+	if s.Intervals == 0 {
+		return fmt.Sprintf("send interval unknown: no two measurements of consecutive seq (%s timestamps), gaps %d", s.Clock, s.Gaps)
+	}
+	return fmt.Sprintf("send interval %.3f ms (%.3f Hz achieved) over %d intervals, deviation µs p50 %.1f p99 %.1f p99.9 %.1f max %.1f (%s timestamps), gaps %d",
+		s.MeanIntervalUs/1e3, s.RateHz, s.Intervals, s.DeviationUs.P50, s.DeviationUs.P99, s.DeviationUs.P999, s.DeviationUs.Max, s.Clock, s.Gaps)
+}
+
+// PartnerReport is what `bridge partner -json` prints as its last line: the
+// partner's counters and its view of the master's send timing.
+type PartnerReport struct {
+	Received   uint64           `json:"received"`
+	Replied    uint64           `json:"replied"`
+	Handshakes uint64           `json:"handshakes"`
+	Dropped    uint64           `json:"dropped"`
+	Faulted    uint64           `json:"faulted"`
+	SendErrors uint64           `json:"send_errors"`
+	LastSeq    int64            `json:"last_seq"`
+	SendTiming SendTimingReport `json:"send_timing"`
+}
+
+// NewPartnerReport converts a partner's statistics for printing.
+func NewPartnerReport(st simulink.PartnerStats, timing simulink.SendTimingStats) PartnerReport {
+	return PartnerReport{
+		Received: st.Received, Replied: st.Replied, Handshakes: st.Handshakes, Dropped: st.Dropped,
+		Faulted: st.Faulted, SendErrors: st.SendErrors, LastSeq: st.LastSeq,
+		SendTiming: NewSendTimingReport(timing),
+	}
 }
 
 // Report summarizes a run of ticks at rateHz for durationS seconds, with
@@ -63,11 +154,24 @@ func (r *Replies) Report(rateHz, durationS float64, ticks, overruns uint64, st s
 
 // WriteText prints the report for a person.
 func (l LinkReport) WriteText(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "link  rate %g Hz  %gs  ticks %d  overruns %d  replies %d  late %d\n"+
+	_, err := fmt.Fprintf(w, "link  plant %s  rate %g Hz  %gs  ticks %d  overruns %d  replies %d  late %d  lead %.0f µs  late sends %d\n"+
 		"reply latency µs  p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f\n"+
 		"status  OK %d  OK_NO_DELAY %d  DESYNC %d  TIMEOUT %d  RECONNECTED %d  HANDSHAKING %d\n",
-		l.RateHz, l.DurationS, l.Ticks, l.Overruns, l.Replies, l.Late,
+		l.Plant, l.RateHz, l.DurationS, l.Ticks, l.Overruns, l.Replies, l.Late, l.LeadUs, l.LateSends,
 		l.LatencyUs.P50, l.LatencyUs.P99, l.LatencyUs.P999, l.LatencyUs.Max,
 		l.Status["OK"], l.Status["OK_NO_DELAY"], l.Status["DESYNC"], l.Status["TIMEOUT"], l.Status["RECONNECTED"], l.Status["HANDSHAKING"])
+	if err != nil {
+		return err
+	}
+	if l.SendDeviationUs == nil {
+		_, err = io.WriteString(w, "partner's view  unknown here: run `bridge partner` as the partner, its report at exit gives the send timing\n")
+		return err
+	}
+	if l.SendIntervals == 0 {
+		_, err = fmt.Fprintf(w, "partner's view  no two measurements of consecutive seq (%s timestamps), gaps %d\n", l.SendClock, l.SendGaps)
+		return err
+	}
+	_, err = fmt.Fprintf(w, "partner's view  send rate %.3f Hz over %d intervals, deviation µs  p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f  (%s timestamps), gaps %d\n",
+		l.SendRateHz, l.SendIntervals, l.SendDeviationUs.P50, l.SendDeviationUs.P99, l.SendDeviationUs.P999, l.SendDeviationUs.Max, l.SendClock, l.SendGaps)
 	return err
 }

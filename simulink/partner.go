@@ -116,6 +116,13 @@ type Partner struct {
 	replyAddr netip.AddrPort
 
 	rbuf, wbuf []byte // receive goroutine only
+	oob        []byte // receive goroutine only: the control data of one read
+
+	// kernelStamps asks bind for kernel receive timestamps; only tests turn
+	// it off, to exercise the fallback. kernelClock says whether bind got
+	// them; like rx, it is set only while no serving goroutine runs.
+	kernelStamps, kernelClock bool
+	timing                    SendTiming
 
 	// mu guards the model state against Restart and Command, which run on
 	// other goroutines; uncontended, it costs a few ns per datagram.
@@ -151,7 +158,11 @@ type dimsController interface {
 
 // NewPartner validates cfg and binds both sockets, so that Addr and ReplyAddr
 // are known before Serve.
-func NewPartner(cfg PartnerConfig) (*Partner, error) {
+func NewPartner(cfg PartnerConfig) (*Partner, error) { return newPartner(cfg, true) }
+
+// newPartner is NewPartner; kernelStamps false times the master's sends with
+// the user-space clock, as when the kernel refuses SO_TIMESTAMPNS.
+func newPartner(cfg PartnerConfig, kernelStamps bool) (*Partner, error) {
 	if err := validatePartnerConfig(&cfg); err != nil {
 		return nil, err
 	}
@@ -166,6 +177,7 @@ func NewPartner(cfg PartnerConfig) (*Partner, error) {
 		epoch:      time.Now(),
 		rbuf:       make([]byte, DatagramSize(cfg.MeasureLen)+1), // +1: an oversized datagram shows, not truncated to fit
 		wbuf:       make([]byte, DatagramSize(cfg.CommandLen+1)), // +1 value: WrongSize's long reply
+		oob:        make([]byte, rxOOBLen),
 		ctl:        cfg.Controller,
 		y:          make([]float64, cfg.MeasureLen),
 		u:          make([]float64, cfg.CommandLen),
@@ -173,6 +185,7 @@ func NewPartner(cfg PartnerConfig) (*Partner, error) {
 		sent:       make([]float64, cfg.CommandLen),
 		prevU:      make([]float64, cfg.CommandLen),
 	}
+	p.kernelStamps = kernelStamps
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -229,6 +242,16 @@ func (p *Partner) bind(listen netip.AddrPort) error {
 	if err != nil {
 		return fmt.Errorf("simulink: partner listen on %v: %w", listen, err)
 	}
+	// The kernel's arrival time of each measurement is free of the
+	// receiving goroutine's wake-up delay: the master's send timing, not ours.
+	kernel := false
+	if p.kernelStamps {
+		if err := enableKernelTimestamps(rx); err != nil {
+			p.log.Warn("simulink: partner: no kernel receive timestamps, send timing uses the user-space clock", "listen", listen, "err", err.Error())
+		} else {
+			kernel = true
+		}
+	}
 	// Like Simulink's UDP Send (LocalAddress 0.0.0.0, LocalPort −1): the
 	// wildcard address and an ephemeral port.
 	to := p.replyTo.Addr().Unmap()
@@ -252,6 +275,12 @@ func (p *Partner) bind(listen netip.AddrPort) error {
 	srcAddr := src.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
 	src.Close()
 	p.rx, p.tx, p.open = rx, tx, true
+	p.kernelClock = kernel
+	if kernel {
+		p.timing.SetClock(ClockKernel)
+	} else {
+		p.timing.SetClock(ClockUser)
+	}
 	if !p.addr.IsValid() { // the first bind fixes the port; rebinds reuse it
 		p.addr = partnerUnmap(rx.LocalAddr().(*net.UDPAddr).AddrPort())
 	}
@@ -304,6 +333,11 @@ func (p *Partner) Stats() PartnerStats {
 	}
 }
 
+// SendTiming returns the timing of the master's sends as this partner
+// received them, over its whole life (Serves, restarts and handshakes only
+// break the chain of consecutive seq). Safe while Serve runs.
+func (p *Partner) SendTiming() SendTimingStats { return p.timing.Snapshot() }
+
 // Command copies the payload of the last reply built (before fault
 // injection) into dst, up to len(dst) values.
 func (p *Partner) Command(dst []float64) {
@@ -323,6 +357,8 @@ func (p *Partner) Restart() {
 	clear(p.prevU)
 	p.hasPrev = false
 	p.mu.Unlock()
+	// A stopped model sees no measurements: what follows is a new run.
+	p.timing.Break()
 }
 
 // Close closes both sockets for good, which stops a running Serve.
@@ -401,29 +437,55 @@ func (p *Partner) receiveLoop() error {
 		defer runtime.UnlockOSThread()
 	}
 	for {
-		n, src, err := p.rx.ReadFromUDPAddrPort(p.rbuf)
-		if err != nil {
+		if err := p.receiveOne(); err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return nil
 			}
-			return fmt.Errorf("simulink: partner receive on %v: %w", p.addr, err)
-		}
-		m := p.process(p.rbuf[:n], src, p.wbuf)
-		if m == 0 {
-			continue
-		}
-		if p.faults == nil {
-			p.write(p.wbuf[:m])
-		} else {
-			p.emitFaulty(p.wbuf[:m])
+			return err
 		}
 	}
 }
 
-// process applies the model to one datagram in from src (§9.1) and writes
-// the reply into out, which must hold DatagramSize(CommandLen) bytes. It
-// returns the reply's length, 0 when there is no reply.
+// receiveOne reads, timestamps and answers one datagram. It allocates
+// nothing.
+func (p *Partner) receiveOne() error {
+	n, oobn, _, src, err := p.rx.ReadMsgUDPAddrPort(p.rbuf, p.oob)
+	if err != nil {
+		if errors.Is(err, net.ErrClosed) {
+			return err
+		}
+		return fmt.Errorf("simulink: partner receive on %v: %w", p.addr, err)
+	}
+	var ns int64
+	timed := true
+	if p.kernelClock {
+		ns, timed = kernelTimestamp(p.oob[:oobn])
+	} else {
+		ns = p.monoNow()
+	}
+	m := p.processAt(p.rbuf[:n], src, p.wbuf, ns, timed)
+	if m == 0 {
+		return nil
+	}
+	if p.faults == nil {
+		p.write(p.wbuf[:m])
+	} else {
+		p.emitFaulty(p.wbuf[:m])
+	}
+	return nil
+}
+
+// process is processAt for a datagram without a receive time (tests feed
+// datagrams to the model directly).
 func (p *Partner) process(in []byte, src netip.AddrPort, out []byte) int {
+	return p.processAt(in, src, out, 0, false)
+}
+
+// processAt applies the model to one datagram in from src (§9.1), received at
+// ns if timed, and writes the reply into out, which must hold
+// DatagramSize(CommandLen) bytes. It returns the reply's length, 0 when there
+// is no reply.
+func (p *Partner) processAt(in []byte, src netip.AddrPort, out []byte, ns int64, timed bool) int {
 	p.received.Add(1)
 	if p.faults != nil && p.faults.cfg.Paused() {
 		p.faulted.Add(1)
@@ -449,7 +511,9 @@ func (p *Partner) process(in []byte, src netip.AddrPort, out []byte) int {
 		// master's seq, so the delay line forgets what it held.
 		p.handshakes.Add(1)
 		p.hasPrev = false
+		p.timing.Break()
 	case p.delay:
+		p.time(seq, ns, timed)
 		p.step(seq)
 		if p.hasPrev {
 			replySeq = p.prevSeq
@@ -458,6 +522,7 @@ func (p *Partner) process(in []byte, src netip.AddrPort, out []byte) int {
 		copy(p.prevU, p.u)
 		p.prevSeq, p.hasPrev = seq, true
 	default:
+		p.time(seq, ns, timed)
 		p.step(seq)
 		if seq > 0 { // the Switch: seq if seq > 0, else −1
 			replySeq = seq
@@ -469,6 +534,15 @@ func (p *Partner) process(in []byte, src netip.AddrPort, out []byte) int {
 		return 0
 	}
 	return n
+}
+
+// time records the arrival of measurement seq in the send timing.
+func (p *Partner) time(seq, ns int64, timed bool) {
+	if timed {
+		p.timing.Record(seq, ns)
+	} else {
+		p.timing.Missed()
+	}
 }
 
 // step runs the controller; a NaN or ±Inf output is undone, so that no

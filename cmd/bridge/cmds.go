@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -92,6 +93,7 @@ func cmdPartner(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	replyDelay := fs.Duration("reply-delay", 0, "fault: delay every reply by this much")
 	seed := fs.Uint64("seed", 1, "fault: random seed (SIGUSR1 pauses/resumes replies, SIGUSR2 restarts the model)")
 	duration := fs.Duration("duration", 0, "stop after this long (0 = until SIGINT/SIGTERM)")
+	asJSON := fs.Bool("json", false, "at exit, print the counters and the send timing as one JSON object on the last line (after the first line, which says where it listens)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -157,16 +159,31 @@ func cmdPartner(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	stopSigs()
 	wg.Wait()
 	st := p.Stats()
+	timing := p.SendTiming()
+	if *asJSON {
+		// One line: a peer reading our output takes the last line as the
+		// report (loopbench.Peer.Stop).
+		b, jerr := json.Marshal(loopbench.NewPartnerReport(st, timing))
+		if jerr != nil {
+			return cmp.Or(err, jerr)
+		}
+		fmt.Fprintf(stdout, "%s\n", b)
+		return err
+	}
 	fmt.Fprintf(stdout, "partner: received %d, replied %d, handshakes %d, dropped %d, faulted %d, last seq %d\n",
 		st.Received, st.Replied, st.Handshakes, st.Dropped, st.Faulted, st.LastSeq)
+	fmt.Fprintf(stdout, "partner: %v\n", loopbench.NewSendTimingReport(timing))
 	return err
 }
 
 // benchLink is `bridge bench link`: one link with the simulated plant against
 // the built-in partner on loopback, reporting reply latency.
 func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench link", "bench link [-rate HZ] [-duration D] [-priority N] [-cpu N] [-dma-latency] [-partner process|builtin] [-json]", stderr)
+	fs := newFlagSet("bench link", "bench link [-rate HZ] [-duration D] [-plant sim|emio] [-lead auto|D] [-spin auto|D] [-priority N] [-cpu N] [-dma-latency] [-partner process|builtin|external] [-json]", stderr)
 	rate := fs.Float64("rate", 1000, "tick rate (Hz)")
+	plantKind := fs.String("plant", "sim", "sim: in-memory motors (the link alone); emio: the Emio's servos simulated on a pseudo-terminal (the serial path, with a U2D2's 1 ms latency timer)")
+	lead := fs.String("lead", "auto", `how long before each deadline the loop wakes to measure: "auto" (learned) or a duration; "0s" sends as soon as measured`)
+	spin := fs.String("spin", "0s", `spin before each send: "auto" (learned), a duration, or "0s" (sleep only)`)
 	duration := fs.Duration("duration", 60*time.Second, "how long to run")
 	priority := fs.Int("priority", 80, "SCHED_FIFO priority of the loop thread (0 = normal)")
 	cpu := fs.Int("cpu", -1, "pin the loop thread to this CPU (-1 = no pinning)")
@@ -182,11 +199,21 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *partnerMode != "process" && *partnerMode != "builtin" && *partnerMode != "external" {
 		return fmt.Errorf("bridge bench link: -partner %q: want process, builtin or external", *partnerMode)
 	}
-	// The link alone, on its own clock: the Emio's servos simulated on a
-	// pseudo-terminal (the real serial path), no camera (the tracker has a
-	// benchmark of its own), the built-in partner holding.
+	// The link on its own clock, on the in-memory plant by default (the
+	// link alone), or the Emio's servos simulated on a pseudo-terminal (the
+	// real serial path); no camera (the tracker has a benchmark of its
+	// own); the built-in partner holding.
+	var plantDoc string
+	switch *plantKind {
+	case "sim":
+		plantDoc = "kind = \"sim\"\n"
+	case "emio":
+		plantDoc = "kind = \"emio\"\nport = \"sim\"\n"
+	default:
+		return fmt.Errorf("bridge bench link: -plant %q: want sim (in-memory motors) or emio (servos on a pseudo-terminal)", *plantKind)
+	}
 	doc := fmt.Sprintf("[service]\nmetrics = \"\"\n[[link]]\nname = \"bench\"\nrate_hz = %g\n"+
-		"[link.loop]\npriority = %d\ncpu = %d\ndma_latency = %v\n[link.plant]\nkind = \"emio\"\nport = \"sim\"\n", *rate, *priority, *cpu, *dma)
+		"[link.loop]\npriority = %d\ncpu = %d\ndma_latency = %v\nlead = %q\nspin = %q\n[link.plant]\n%s", *rate, *priority, *cpu, *dma, *lead, *spin, plantDoc)
 	cfg, err := config.ParseConfig([]byte(doc))
 	if err != nil {
 		return err
@@ -197,6 +224,7 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	runCtx, cancel := context.WithTimeout(ctx, *duration)
 	defer cancel()
 	env := config.Env{Logger: logger, Observer: rec, Partner: true, Ephemeral: true}
+	var peer *loopbench.Peer
 	switch *partnerMode {
 	case "external":
 		l.UDP.Remote, l.UDP.Listen, l.UDP.Bind = *remote, *listen, *bind
@@ -205,20 +233,40 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		env.Partner, env.Ephemeral = false, false
 	case "process":
-		stop, err := startPartnerProcess(runCtx, l, doc)
-		if err != nil {
+		if peer, err = startPartnerProcess(ctx, l, doc); err != nil {
 			return err
 		}
-		defer stop()
+		defer peer.Stop()
 		env.Partner, env.Ephemeral = false, false
 	}
 	a, err := wire(cfg, env, "")
 	if err != nil {
 		return err
 	}
+	// Say at the start when the plant cannot carry the rate.
+	if c, err := loopbench.ProbePlant(a.links[0].Link.Plant(), 30); err != nil {
+		fmt.Fprintf(stderr, "bridge bench link: %v\n", err)
+	} else if msg := c.Exceeded(*plantKind, *rate); msg != "" {
+		fmt.Fprintf(stderr, "bridge bench link: %s\n", msg)
+	}
 	serveErr := a.sup.Serve(runCtx)
 	b := a.links[0]
 	rep := rec.Report(*rate, duration.Seconds(), b.Link.Ticks(), b.Link.Overruns(), b.Master.Stats())
+	rep.Plant = *plantKind
+	rep.LeadUs = float64(b.Link.Lead()) / 1e3
+	rep.LateSends = b.Link.LeadOverruns()
+	// The partner's view of the sends: an external partner reports it
+	// itself (WriteText says so).
+	switch {
+	case b.Partner != nil:
+		rep.SetSendTiming(loopbench.NewSendTimingReport(b.Partner.SendTiming()))
+	case peer != nil:
+		if t, err := partnerProcessTiming(peer); err != nil {
+			fmt.Fprintf(stderr, "bridge bench link: no send timing from the partner process: %v\n", err)
+		} else {
+			rep.SetSendTiming(t)
+		}
+	}
 	a.close()
 	if serveErr != nil {
 		return serveErr
@@ -229,10 +277,12 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return rep.WriteText(stdout)
 }
 
-// startPartnerProcess runs `bridge partner` (this executable) in a process of
-// its own on free loopback ports, with the link's configuration doc for its
-// shape, and points the link at it.
-func startPartnerProcess(ctx context.Context, l *config.Link, doc string) (stop func(), err error) {
+// startPartnerProcess runs `bridge partner -json` (this executable) in a
+// process of its own on free loopback ports, with the link's configuration
+// doc for its shape, and points the link at it. The process runs until
+// Stop, or until ctx is done; either interrupts it, so that it prints its
+// report.
+func startPartnerProcess(ctx context.Context, l *config.Link, doc string) (*loopbench.Peer, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -251,12 +301,27 @@ func startPartnerProcess(ctx context.Context, l *config.Link, doc string) (stop 
 	}
 	defer os.Remove(file) // read by the partner before it prints its first line
 	cmd := exec.CommandContext(ctx, self, "partner", "-listen", listen.String(), "-accept", "127.0.0.1:0",
-		"-reply-to", replyTo.String(), "-config", file, "-link", l.Name)
+		"-reply-to", replyTo.String(), "-config", file, "-link", l.Name, "-json")
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	// The partner prints one line once its sockets are bound.
-	stop, err = loopbench.StartProcess(cmd, "partner: listening", 30*time.Second)
+	peer, err := loopbench.StartPeer(cmd, "partner: listening", 30*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("bridge bench link: %w", err)
 	}
 	l.UDP.Remote, l.UDP.Listen, l.UDP.Bind = listen.String(), replyTo.String(), "127.0.0.1:0"
-	return stop, nil
+	return peer, nil
+}
+
+// partnerProcessTiming stops the partner process and reads the send timing
+// from the JSON report on its last line.
+func partnerProcessTiming(peer *loopbench.Peer) (loopbench.SendTimingReport, error) {
+	last, err := peer.Stop()
+	if err != nil {
+		return loopbench.SendTimingReport{}, fmt.Errorf("bridge bench link: partner process: %w", err)
+	}
+	var r loopbench.PartnerReport
+	if err := json.Unmarshal([]byte(last), &r); err != nil {
+		return loopbench.SendTimingReport{}, fmt.Errorf("bridge bench link: partner process's last line %q: %w", last, err)
+	}
+	return r.SendTiming, nil
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package simulink
+
+const raceEnabled = false
