@@ -22,8 +22,10 @@ var imports = map[string][]string{
 	"latency":  {},
 	"pty":      {},
 	"realtime": {},
-	"sdnotify": {},
-	"deploy":   {},
+	// The camera-locked clock: a base package, like realtime.
+	"framelock": {},
+	"sdnotify":  {},
+	"deploy":    {},
 	// Protocols and devices: the contract and nothing else of ours …
 	"simulink":          {"plant"},
 	"dynamixel":         {"plant"},
@@ -36,7 +38,7 @@ var imports = map[string][]string{
 	// … but a robot is made of devices, and a camera of a source and a
 	// tracker.
 	"emio":   {"plant", "dynamixel"},
-	"camera": {"plant", "realtime", "realsense", "realsense/tracker"},
+	"camera": {"latency", "plant", "realtime", "realsense", "realsense/tracker"},
 	// Simulators import what they simulate.
 	"dynamixel/dxlsim": {"dynamixel", "pty"},
 	"meca500/mecasim":  {},
@@ -47,7 +49,7 @@ var imports = map[string][]string{
 	"metrics":   {"plant", "simulink"},
 	"loopbench": {"bridge", "latency", "plant", "realtime", "simulink"},
 	// The configuration builds links: it may import every library.
-	"config": {".", "bridge", "camera", "dynamixel", "dynamixel/dxlsim", "emio", "meca500", "meca500/mecasim", "metrics",
+	"config": {".", "bridge", "camera", "dynamixel", "dynamixel/dxlsim", "emio", "framelock", "meca500", "meca500/mecasim", "metrics",
 		"plant", "vrep", "vrep/vrepsim", "realsense", "realsense/tracker", "realtime", "sim", "simulink"},
 	"cmd/bridge": nil, // anything but another command
 }

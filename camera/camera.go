@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/labbridge/bridge/latency"
 	"github.com/labbridge/bridge/realsense/tracker"
 )
 
@@ -142,10 +143,16 @@ type Camera struct {
 	vec    []float64
 	sample Sample
 
-	frames    atomic.Uint64
-	lastSeq   uint64 // the loop thread's: Seq of the vector LatchMarkers took last
-	stale     atomic.Uint64
-	skipped   atomic.Uint64
+	frames  atomic.Uint64
+	lastSeq uint64 // the loop thread's: Seq of the vector LatchMarkers took last
+	stale   atomic.Uint64
+	skipped atomic.Uint64
+
+	// The run's exact distributions for Summary: the tracker's time (camera
+	// goroutine) and the marker vector's age at the send (loop thread).
+	hmu       sync.Mutex
+	trackHist latency.Histogram
+	ageHist   latency.Histogram
 	valid     atomic.Bool
 	serving   atomic.Bool
 	streaming atomic.Bool // between a successful open and the next failure or stop
@@ -267,6 +274,9 @@ func (c *Camera) track() error {
 	r := &c.res
 	end := c.cfg.Clock.Now()
 	c.cfg.Observer.ObserveFrame(end-start, len(r.Markers), r.Held)
+	c.hmu.Lock()
+	c.trackHist.Record(end - start)
+	c.hmu.Unlock()
 	seq := c.frames.Load() + 1
 	c.mu.Lock()
 	copy(c.vec, r.Vector)
@@ -309,7 +319,11 @@ func (c *Camera) LatchMarkers(_, dst []float64) {
 	if !s.Valid {
 		return
 	}
-	c.cfg.Observer.ObserveAge(c.cfg.Clock.Now() - s.Time)
+	age := c.cfg.Clock.Now() - s.Time
+	c.cfg.Observer.ObserveAge(age)
+	c.hmu.Lock()
+	c.ageHist.Record(age)
+	c.hmu.Unlock()
 	var skipped uint64
 	stale := s.Seq == c.lastSeq
 	if !stale && c.lastSeq != 0 && s.Seq > c.lastSeq+1 {
@@ -326,6 +340,25 @@ func (c *Camera) LatchMarkers(_, dst []float64) {
 // Reads returns how many ticks took a frame already taken (stale) and how
 // many published frames no tick took (skipped).
 func (c *Camera) Reads() (stale, skipped uint64) { return c.stale.Load(), c.skipped.Load() }
+
+// Timing returns the distributions of the run so far: the tracker's time
+// per frame, and the marker vector's age when a tick sent it.
+func (c *Camera) Timing() (track, age latency.Summary) {
+	c.hmu.Lock()
+	defer c.hmu.Unlock()
+	return c.trackHist.Summary(), c.ageHist.Summary()
+}
+
+// Summary is the camera's account of the run, for a person at the end of
+// it: frames, the tracker's time, the markers' age at the send, stale ticks
+// and skipped frames.
+func (c *Camera) Summary() string {
+	track, age := c.Timing()
+	stale, skipped := c.Reads()
+	ms := func(ns int64) float64 { return float64(ns) / 1e6 }
+	return fmt.Sprintf("camera %s: %d frames, tracker ms p50 %.2f p99 %.2f max %.2f; marker age at the send ms p50 %.2f p99 %.2f max %.2f over %d ticks; %d stale ticks, %d skipped frames",
+		c.cfg.Name, c.Frames(), ms(track.P50), ms(track.P99), ms(track.Max), ms(age.P50), ms(age.P99), ms(age.Max), age.Count, stale, skipped)
+}
 
 // Streaming reports whether the source is open and delivering frames (false
 // while the supervisor reopens it).

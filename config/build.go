@@ -68,6 +68,7 @@ type Built struct {
 	VREP *SimScene
 
 	closers []func() error
+	views   []view
 	// world runs the simulated devices (the robot itself, as far as the
 	// bridge can tell) from build to Close.
 	world     sync.WaitGroup
@@ -89,8 +90,12 @@ type parts struct {
 	// openErr: the device could not be opened yet; the link starts
 	// degraded and the supervisor keeps trying.
 	openErr error
-	// trigger paces the loop when the link's clock is one of the plant's.
+	// trigger or pacer paces the loop when the link's clock is one of the
+	// plant's: a tick on each event, or deadlines the plant's clock places.
 	trigger bridge.Trigger
+	pacer   bridge.Pacer
+	// views report on parts that are not services (a camera lock).
+	views   []view
 	deps    []bridge.Part
 	closers []func() error
 }
@@ -178,6 +183,8 @@ func (l *Link) Build(env Env) (bb *Built, err error) {
 	built.Deps = ps.deps
 	lcfg := l.LinkConfig()
 	lcfg.Loop.Trigger = ps.trigger
+	lcfg.Loop.Pacer = ps.pacer
+	built.views = ps.views
 	var loopObs bridge.LoopObserver
 	var cmdObs bridge.CommandObserver
 	if built.Metrics != nil {
@@ -248,7 +255,33 @@ func (b *Built) Status() []string {
 			out = append(out, s.Status())
 		}
 	}
+	for _, v := range b.views {
+		out = append(out, v.Status())
+	}
 	return out
+}
+
+// Summary is the account of the run that the link's parts give at its end
+// (a camera: its tracker's time and the markers' age at the send; a camera
+// lock: the rate it found), one line each.
+func (b *Built) Summary() []string {
+	var out []string
+	for _, d := range b.Deps {
+		if s, ok := d.Service.(interface{ Summary() string }); ok {
+			out = append(out, s.Summary())
+		}
+	}
+	for _, v := range b.views {
+		out = append(out, v.Summary())
+	}
+	return out
+}
+
+// view is a part of a link that is not a service but has something to say:
+// a short status for the live line, a summary at the end.
+type view interface {
+	Status() string
+	Summary() string
 }
 
 // newPartner builds the built-in partner of [link.partner], where the master

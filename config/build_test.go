@@ -99,8 +99,8 @@ func TestBuildDefaultRuns(t *testing.T) {
 	waitFor(t, "running with the camera streaming", func() bool {
 		return b.Link.State() == bridge.Running && b.Link.Applied() > 3 && sup.Health() == nil
 	})
-	if st := b.Status(); len(st) != 1 || !strings.HasPrefix(st[0], "frame ") {
-		t.Errorf("status %q, want the camera's", st)
+	if st := b.Status(); len(st) != 2 || !strings.HasPrefix(st[0], "frame ") || !strings.HasPrefix(st[1], "lock ") {
+		t.Errorf("status %q, want the camera's and its lock's", st)
 	}
 	// The loop closes: the Jacobian partner drives the tracked marker to its
 	// target y0 + r = (-5, -135, 10) mm, with sin(q) = pinv(J)·r, so
@@ -128,6 +128,7 @@ func near(got, want []float64, tol float64) bool {
 func TestBuildHealthReportsCameraDown(t *testing.T) {
 	c := parseDefault(t, func(l *Link, p *EmioPlant) {
 		p.Camera.Kind, p.Camera.Serial, l.Clock = "realsense", "no-such-camera", "timer"
+		p.Camera.ClockErrorPPM, p.Camera.Jitter.Duration = 0, 0 // the virtual camera's only
 	})
 	b, err := c.Links[0].Build(testEnv(t))
 	if err != nil {

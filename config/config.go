@@ -125,8 +125,8 @@ type Link struct {
 
 // LoopTable is [link.loop].
 type LoopTable struct {
-	Priority   int      `toml:"priority"`
-	CPU        *int     `toml:"cpu"`
+	Priority   int           `toml:"priority"`
+	CPU        *int          `toml:"cpu"`
 	Spin       AutoDuration  `toml:"spin"`
 	Lead       *AutoDuration `toml:"lead"`
 	LockMemory bool          `toml:"lock_memory"`

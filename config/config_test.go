@@ -107,6 +107,16 @@ func TestConfigErrorsNameKeyAndRange(t *testing.T) {
 		{"[[link]]\nname = \"a\"\n[link.plant]\nkind = \"lego\"\n", `link "a".plant.kind = "lego": want "sim" or "emio"`},
 		{"[[link]]\nname = \"a\"\n[link.plant]\nkind = 3\n", `link "a".plant.kind = 3: want a string`},
 		{"[[link]]\nname = \"a\"\n[link.plant]\nmotors = \"four\"\n", `link "a".plant`},
+		{"[[link]]\nname = \"a\"\n[link.loop]\nlead = \"soon\"\n", `duration "soon": want "auto" or a number with a unit`},
+		{"[[link]]\nname = \"a\"\n[link.loop]\nlead = \"600ms\"\n", `loop.lead = 600ms: want "auto", or 0 ≤ lead ≤ half the period (16.666666ms)`},
+		{"[[link]]\nname = \"a\"\n[link.loop]\nspin = \"-1ms\"\n", `loop.spin = -1ms: want "auto", or 0 ≤ spin < the period`},
+		{"[[link]]\nname = \"a\"\nclock = \"frame\"\n[link.loop]\nlead = \"auto\"\n[link.plant]\nkind = \"emio\"\n[link.plant.camera]\nkind = \"realsense\"\n",
+			`loop.lead = auto: want "0s" with clock = "frame"`},
+		{"[[link]]\nname = \"a\"\nclock = \"frame\"\n[link.loop]\nspin = \"auto\"\n[link.plant]\nkind = \"emio\"\n[link.plant.camera]\nkind = \"realsense\"\n",
+			`loop.spin = auto: want "0s" with clock = "frame"`},
+		{emio + "[link.plant.camera]\nkind = \"realsense\"\njitter = \"1ms\"\n", `plant.camera.clock_error_ppm/jitter = 0 1ms: want 0 (a real camera has its own clock`},
+		{emio + "y0 = [0.0, 0, 0]\nj = [0.0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]\n[link.plant.camera]\nkind = \"sim\"\nclock_error_ppm = 5000.0\n", `plant.camera.clock_error_ppm = 5000: want -1000..1000 ppm`},
+		{emio + "y0 = [0.0, 0, 0]\nj = [0.0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]\n[link.plant.camera]\nkind = \"sim\"\njitter = \"20ms\"\n", `plant.camera.jitter = 20ms: want 0 ≤ jitter < half a frame period (16.666666ms)`},
 	}
 	for _, c := range cases {
 		_, err := ParseConfig([]byte(c.doc))
@@ -344,4 +354,31 @@ func FuzzParseConfig(f *testing.F) {
 			}
 		}
 	})
+}
+
+// lead and spin take "auto" or a duration; the loop learns an "auto" one. A
+// link ticking on each frame event has no deadline to send on: no lead.
+func TestLeadAndSpin(t *testing.T) {
+	const realsense = "[link.plant]\nkind = \"emio\"\n[link.plant.camera]\nkind = \"realsense\"\n"
+	for _, tc := range []struct {
+		doc                string
+		autoLead, autoSpin bool
+		lead, spin         time.Duration
+	}{
+		{"[[link]]\nname = \"a\"\n", true, false, 0, 0},
+		{"[[link]]\nname = \"a\"\n[link.loop]\nlead = \"2ms\"\nspin = \"auto\"\n", false, true, 2 * time.Millisecond, 0},
+		{"[[link]]\nname = \"a\"\n[link.loop]\nlead = \"0s\"\nspin = \"100us\"\n", false, false, 0, 100 * time.Microsecond},
+		{"[[link]]\nname = \"a\"\nclock = \"frame\"\n" + realsense, false, false, 0, 0},
+		{"[[link]]\nname = \"a\"\nclock = \"camera\"\n" + realsense, true, false, 0, 0},
+	} {
+		c, err := ParseConfig([]byte(tc.doc))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.doc, err)
+		}
+		lc := c.Links[0].LinkConfig().Loop
+		if lc.AutoLead != tc.autoLead || lc.AutoSpin != tc.autoSpin || lc.Lead != tc.lead || lc.Spin != tc.spin {
+			t.Errorf("%q: lead %v (auto %v), spin %v (auto %v); want %v (%v), %v (%v)", tc.doc,
+				lc.Lead, lc.AutoLead, lc.Spin, lc.AutoSpin, tc.lead, tc.autoLead, tc.spin, tc.autoSpin)
+		}
+	}
 }

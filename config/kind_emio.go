@@ -14,6 +14,8 @@ import (
 	"github.com/labbridge/bridge/dynamixel"
 	"github.com/labbridge/bridge/dynamixel/dxlsim"
 	"github.com/labbridge/bridge/emio"
+	"github.com/labbridge/bridge/framelock"
+	"github.com/labbridge/bridge/metrics"
 	"github.com/labbridge/bridge/plant"
 	"github.com/labbridge/bridge/realsense"
 	"github.com/labbridge/bridge/realsense/tracker"
@@ -378,7 +380,8 @@ func (p *EmioPlant) camera(b *builder, ps *parts, servos *dxlsim.Bus, ids []byte
 		if err != nil {
 			return nil, err
 		}
-		lc := sim.LabCameraConfig{Width: c.Width, Height: c.Height, FPS: c.FPS, Kinematics: kin, Clock: clock}
+		lc := sim.LabCameraConfig{Width: c.Width, Height: c.Height, FPS: c.FPS, Kinematics: kin, Clock: clock,
+			ClockErrorPPM: c.ClockErrorPPM, Jitter: c.Jitter.Duration, Seed: 1}
 		if servos != nil {
 			lc.Angles = func(q []float64) { servos.PresentAngles(ids, q) }
 		}
@@ -423,6 +426,20 @@ func (p *EmioPlant) camera(b *builder, ps *parts, servos *dxlsim.Bus, ids []byte
 			return nil, err
 		}
 	}
+	if b.link.Clock == "camera" {
+		lk, err := framelock.New(framelock.Config{Nominal: time.Second / time.Duration(c.FPS), Margin: c.LockMargin.Duration})
+		if err != nil {
+			return nil, fmt.Errorf("config: plant.camera: %w", err)
+		}
+		ccfg.Frames, ps.pacer = lk, lk
+		lv := lockView{lock: lk, clock: clock, fps: c.FPS}
+		ps.views = append(ps.views, lv)
+		if b.env.Metrics != nil {
+			if err := b.env.Metrics.FrameLock(b.link.Name, lv.reading); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if b.link.Clock == "frame" {
 		ev, err := realtime.NewEvent(clock)
 		if err != nil {
@@ -457,4 +474,35 @@ func (p *EmioPlant) camera(b *builder, ps *parts, servos *dxlsim.Bus, ids []byte
 	b.env.Logger.Info("camera", "link", b.link.Name, "kind", c.Kind, "side", c.Side, "sort", c.Sort, "clock", b.link.Clock,
 		"params", files.ParamsFrom, "calibration", files.CalibrationFrom)
 	return cam, nil
+}
+
+// lockView reports a camera lock (clock = "camera") in the status line, the
+// run's summary and the metrics.
+type lockView struct {
+	lock  *framelock.Lock
+	clock *realtime.Clock
+	fps   int
+}
+
+func (v lockView) Status() string {
+	st := v.lock.Status(v.clock.Now())
+	if st.State == framelock.Locking {
+		return fmt.Sprintf("lock %s (%d frames)", st.State, st.Frames)
+	}
+	return fmt.Sprintf("lock %s %.4f Hz %+.0f ppm phase %.2f ms", st.State, st.RateHz, st.PPM, float64(st.Phase)/1e6)
+}
+
+func (v lockView) Summary() string {
+	st := v.lock.Status(v.clock.Now())
+	return fmt.Sprintf("camera lock: %s at %.5f Hz (%+.1f ppm against %d fps), arrival jitter p99 %.2f ms, ticks %.2f ms after each frame, %d frames, %d re-locks",
+		st.State, st.RateHz, st.PPM, v.fps, float64(st.Jitter)/1e6, float64(st.Offset)/1e6, st.Frames, st.Relocks)
+}
+
+func (v lockView) reading() metrics.LockReading {
+	st := v.lock.Status(v.clock.Now())
+	return metrics.LockReading{
+		State: st.State.String(), States: []string{framelock.Locking.String(), framelock.Locked.String(), framelock.Lost.String()},
+		RateHz: st.RateHz, PPM: st.PPM, Phase: st.Phase.Seconds(), Jitter: st.Jitter.Seconds(), Offset: st.Offset.Seconds(),
+		Relocks: st.Relocks,
+	}
 }

@@ -189,6 +189,9 @@ func (a *app) serve(ctx context.Context, stdout io.Writer, duration time.Duratio
 	wg.Wait()
 	for _, b := range a.links {
 		fmt.Fprintln(stdout, statusLine(b))
+		for _, s := range b.Summary() {
+			fmt.Fprintf(stdout, "  %s\n", s)
+		}
 	}
 	a.close()
 	return err

@@ -43,7 +43,7 @@ func statusLine(b *config.Built) string {
 	if n := b.Link.Stale(); n > 0 {
 		fmt.Fprintf(&sb, " stale %d", n)
 	}
-	if clock := b.Config.Clock; clock != "timer" {
+	if clock := b.Config.Clock; clock == "frame" {
 		fmt.Fprintf(&sb, " missed %s ticks %d", clock, b.Link.MissedTriggers())
 	}
 	return sb.String()

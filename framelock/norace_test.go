@@ -1,0 +1,5 @@
+//go:build !race
+
+package framelock
+
+const raceEnabled = false
