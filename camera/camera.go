@@ -143,6 +143,7 @@ type Camera struct {
 	vec    []float64
 	sample Sample
 
+	settler interface{ Settled() bool } // cfg.Frames, when it settles
 	frames  atomic.Uint64
 	lastSeq uint64 // the loop thread's: Seq of the vector LatchMarkers took last
 	stale   atomic.Uint64
@@ -181,7 +182,9 @@ func New(cfg Config) (*Camera, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Camera{cfg: cfg, log: cfg.Logger, vec: make([]float64, 3*cfg.NbMarkers)}, nil
+	c := &Camera{cfg: cfg, log: cfg.Logger, vec: make([]float64, 3*cfg.NbMarkers)}
+	c.settler, _ = cfg.Frames.(interface{ Settled() bool })
+	return c, nil
 }
 
 type nopObserver struct{}
@@ -316,8 +319,8 @@ func (c *Camera) LatchMarkers(_, dst []float64) {
 	copy(dst, c.vec)
 	s := c.sample
 	c.mu.Unlock()
-	if !s.Valid {
-		return
+	if !s.Valid || (c.settler != nil && !c.settler.Settled()) {
+		return // nothing is sent yet (Ready)
 	}
 	age := c.cfg.Clock.Now() - s.Time
 	c.cfg.Observer.ObserveAge(age)
@@ -365,8 +368,13 @@ func (c *Camera) Summary() string {
 func (c *Camera) Streaming() bool { return c.streaming.Load() }
 
 // Ready reports whether a frame has been tracked: before it, the vector is
-// emioapi's initial zeros, not a measurement.
-func (c *Camera) Ready() bool { return c.valid.Load() }
+// emioapi's initial zeros, not a measurement. With a Frames observer that
+// settles (a framelock.Lock), also whether the loop's ticks are on the
+// camera's grid: until then the ticks move against the frames, and the link
+// sends nothing (docs/framelock.md "Ticks").
+func (c *Camera) Ready() bool {
+	return c.valid.Load() && (c.settler == nil || c.settler.Settled())
+}
 
 // Latest copies the newest vector into dst and says where it came from.
 func (c *Camera) Latest(dst []float64) Sample {

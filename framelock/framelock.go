@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -182,6 +183,9 @@ type Lock struct {
 	refitEvery  int
 	tol         float64 // ns beyond the band that makes an outlier
 
+	// settled: the lock has locked once, or given up waiting for it.
+	settled atomic.Bool
+
 	// Observe's state (obs held).
 	obs     sync.Mutex
 	ring    []sample
@@ -284,6 +288,9 @@ func (l *Lock) Observe(frame uint64, arrival, ready int64) {
 	l.obs.Lock()
 	defer l.obs.Unlock()
 	l.frames++
+	if l.frames >= uint64(settleLocks*l.lockFrames) {
+		l.settled.Store(true)
+	}
 	delay := int64(0)
 	if ready > arrival {
 		delay = ready - arrival
@@ -429,6 +436,7 @@ func (l *Lock) refit(phase float64) {
 		return
 	case !l.locked && consistent && l.n >= l.lockFrames:
 		l.locked = true
+		l.settled.Store(true)
 	}
 	if l.locked {
 		l.step = int64(math.Round(period))
@@ -505,6 +513,16 @@ func (l *Lock) Next(prev, now int64) int64 {
 	}
 	return prev + g.step
 }
+
+// Settled reports whether the ticks are on the camera's grid for good:
+// the lock has locked once (a re-lock later moves the grid by at most a
+// period), or, on a camera it cannot lock on, three times the lock's time
+// has passed, so that a link waiting for it waits no longer. Until then a
+// link sends no measurement (docs/framelock.md "Ticks"). Any goroutine.
+func (l *Lock) Settled() bool { return l.settled.Load() }
+
+// settleLocks is how many lock times a camera that does not lock is given.
+const settleLocks = 3
 
 // minProvisional is how many frames a fit needs before Next follows it
 // while still locking.

@@ -315,3 +315,32 @@ func TestConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// A lock settles when it first locks, and a camera it cannot lock on is
+// given three lock times before the link stops waiting for it.
+func TestSettled(t *testing.T) {
+	l := mustNew(t, Config{Nominal: time.Second / 30})
+	if l.Settled() {
+		t.Fatal("settled before any frame")
+	}
+	cam := newCam(30, 100, 3, simStart)
+	feed(l, cam, simStart+int64(500*time.Millisecond))
+	if l.Settled() {
+		t.Fatal("settled after half a second, before the lock")
+	}
+	last := feed(l, cam, simStart+int64(2*time.Second))
+	if st := l.Status(last.arrival); st.State != Locked || !l.Settled() {
+		t.Fatalf("%v after 2 s, settled %v; want locked and settled", st.State, l.Settled())
+	}
+
+	wrong := mustNew(t, Config{Nominal: time.Second / 25}) // a 30 fps camera said to be 25
+	cam = newCam(30, 0, 4, simStart)
+	feed(wrong, cam, simStart+int64(2*time.Second))
+	if wrong.Settled() {
+		t.Fatal("a camera that does not lock settled after 2 s")
+	}
+	feed(wrong, cam, simStart+int64(4*time.Second))
+	if !wrong.Settled() {
+		t.Fatal("a camera that does not lock is waited for after 3 lock times (75 frames)")
+	}
+}
