@@ -36,7 +36,7 @@ func Example() {
 	// Output:
 	// locked
 	// 30.0030 Hz, +100.0 ppm
-	// offset 4.5ms
+	// offset 4.49ms
 	// the next tick reads frame 1800
 	// the one after 33.33ms later
 }

@@ -58,6 +58,10 @@ const (
 	// relockTime: late outliers that persist this long are a new phase, not
 	// a USB hiccup.
 	relockTime = 250 * time.Millisecond
+	// delayTime is the span of readiness the ticks' offset rests on;
+	// streamWarmup a stream's first frames, left out of it.
+	delayTime    = 10 * time.Second
+	streamWarmup = 500 * time.Millisecond
 	// refitTime: once locked, the window is refitted this often rather than
 	// on every frame; a fit of 40 s of frames moves by nanoseconds in 250 ms.
 	refitTime     = 250 * time.Millisecond
@@ -180,8 +184,13 @@ type Lock struct {
 	lostAfter   int64
 	maxPPM      float64
 	relockAfter int
-	refitEvery  int
-	tol         float64 // ns beyond the band that makes an outlier
+	// The ticks' offset is the p99 of the readiness of the newest
+	// delayFrames frames, leaving out a stream's first warmFrames: the
+	// first frames of a stream are slow to track (cold caches, a new
+	// tracker), and a 40 s window would keep them in its p99 for seconds.
+	delayFrames, warmFrames int
+	refitEvery              int
+	tol                     float64 // ns beyond the band that makes an outlier
 
 	// settled: the lock has locked once, or given up waiting for it.
 	settled atomic.Bool
@@ -205,6 +214,7 @@ type Lock struct {
 	band       float64
 	locked     bool // the current fit has locked
 	late       int  // consecutive late outliers
+	pushed     int  // frames pushed since the fit started over
 	step       int64
 	frames     uint64
 	relocks    uint64
@@ -267,6 +277,8 @@ func New(cfg Config) (*Lock, error) {
 		maxPPM:      maxPPM,
 		relockAfter: max(minRelockLate, int(relockTime/nom)),
 		refitEvery:  max(1, int(refitTime/nom)),
+		delayFrames: max(minLockFrames, int(delayTime/nom)),
+		warmFrames:  max(1, int(streamWarmup/nom)),
 		tol:         float64(nom) / 3,
 		ring:        make([]sample, window),
 		xs:          make([]float64, window),
@@ -364,6 +376,7 @@ func (l *Lock) push(s sample) {
 		l.drop()
 	}
 	l.n++
+	l.pushed++
 	*l.at(l.n - 1) = s
 	for l.n > 1 && s.arrival-l.at(0).arrival > l.maxSpan {
 		l.drop()
@@ -384,6 +397,7 @@ func (l *Lock) restart() {
 	l.fitted, l.locked, l.consistent = false, false, false
 	l.band, l.late = 0, 0
 	l.relocks++
+	l.pushed = 0
 }
 
 // refit fits the lower envelope of the window, decides the lock and
@@ -416,9 +430,16 @@ func (l *Lock) refit(phase float64) {
 		res[i] = int64(math.Round(l.ys[i] - (l.a + l.b*l.xs[i])))
 	}
 	l.band = float64(quantileOf(res, quantile))
-	// The ticks' offset: p99 of ready − predicted frame instant.
+	// The ticks' offset: p99 of ready − predicted frame instant, over the
+	// newest frames past the stream's first.
+	from := max(0, l.n-l.delayFrames, l.warmFrames-(l.pushed-l.n))
+	if l.n-from < minLockFrames {
+		from = max(0, l.n-minLockFrames)
+	}
+	res = res[:l.n-from]
 	for i := range res {
-		res[i] = l.at(i).delay + int64(math.Round(l.ys[i]-(l.a+l.b*l.xs[i])))
+		j := from + i
+		res[i] = l.at(j).delay + int64(math.Round(l.ys[j]-(l.a+l.b*l.xs[j])))
 	}
 	offset := quantileOf(res, quantile) + l.margin
 
