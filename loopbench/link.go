@@ -50,6 +50,10 @@ type LinkReport struct {
 	// overran it, so that their datagram left late.
 	LeadUs    float64 `json:"lead_us"`
 	LateSends uint64  `json:"late_sends"`
+	// Cyclictest is cyclictest's wake-up lateness at the same rate, for as
+	// many wakes, run right after the link (-cyclictest): the floor of what
+	// the machine's timers give.
+	Cyclictest *LatencyUS `json:"cyclictest_lateness_us,omitempty"`
 	// The partner's view of the link's sends (SendTimingReport). With an
 	// external partner, whose own report gives it, send_deviation_us is
 	// absent and send_clock empty.
@@ -162,6 +166,15 @@ func (l LinkReport) WriteText(w io.Writer) error {
 		l.Status["OK"], l.Status["OK_NO_DELAY"], l.Status["DESYNC"], l.Status["TIMEOUT"], l.Status["RECONNECTED"], l.Status["HANDSHAKING"])
 	if err != nil {
 		return err
+	}
+	if c := l.Cyclictest; c != nil {
+		ratio := ""
+		if l.SendDeviationUs != nil && c.P99 > 0 {
+			ratio = fmt.Sprintf("  (the send deviation's p99 is %.2f× cyclictest's)", l.SendDeviationUs.P99/c.P99)
+		}
+		if _, err := fmt.Fprintf(w, "cyclictest lateness µs  p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f%s\n", c.P50, c.P99, c.P999, c.Max, ratio); err != nil {
+			return err
+		}
 	}
 	if l.SendDeviationUs == nil {
 		_, err = io.WriteString(w, "partner's view  unknown here: run `bridge partner` as the partner, its report at exit gives the send timing\n")

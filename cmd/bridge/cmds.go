@@ -189,6 +189,7 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	cpu := fs.Int("cpu", -1, "pin the loop thread to this CPU (-1 = no pinning)")
 	dma := fs.Bool("dma-latency", true, "hold /dev/cpu_dma_latency at 0 during the run, as cyclictest does")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	withCyclictest := fs.Bool("cyclictest", false, "then run cyclictest (Debian package rt-tests) at the same rate for as many wakes, priority 80 if 0, on CPU 1 if -1, and compare")
 	partnerMode := fs.String("partner", "builtin", "builtin: the partner in this process, as bridge sim runs it; process: `bridge partner` in a process of its own; external: a host already running (a real Simulink model) at -remote")
 	remote := fs.String("remote", "127.0.0.1:25000", "with -partner external: where the partner listens")
 	listen := fs.String("listen", "0.0.0.0:25001", "with -partner external: where its replies arrive")
@@ -270,6 +271,15 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	a.close()
 	if serveErr != nil {
 		return serveErr
+	}
+	if *withCyclictest {
+		ct := loopbench.CyclictestLike(loopbench.Config{Rate: *rate, Priority: *priority, CPU: *cpu}, max(rep.Ticks, 1))
+		res, err := loopbench.RunCyclictest(ctx, ct)
+		if err != nil {
+			return fmt.Errorf("bridge bench link: %w", err)
+		}
+		lat := res.Report().LatenessUS
+		rep.Cyclictest = &lat
 	}
 	if *asJSON {
 		return printJSON(stdout, rep)
