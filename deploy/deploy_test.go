@@ -88,6 +88,10 @@ func exported(t *testing.T) map[string]bool {
 	if _, err := set.Scene("vrep", time.Second/20, []string{"refused"}); err != nil {
 		t.Fatal(err)
 	}
+	lock := metrics.LockReading{State: "locked", States: []string{"locking", "locked", "lost"}}
+	if err := set.FrameLock("emio", func() metrics.LockReading { return lock }); err != nil {
+		t.Fatal(err)
+	}
 	fams, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
