@@ -382,3 +382,29 @@ func TestLeadAndSpin(t *testing.T) {
 		}
 	}
 }
+
+// gomaxprocs = 0 gives the CPUs plus one per link (never fewer than the
+// runtime's choice); a value set below that is kept, with a warning that
+// says what to set.
+func TestProcs(t *testing.T) {
+	c := &Config{Links: make([]Link, 3)}
+	for _, tc := range []struct {
+		set, cpus, current, want int
+		warns                    bool
+	}{
+		{0, 2, 2, 5, false},
+		{0, 2, 8, 8, false},
+		{4, 2, 2, 4, true},
+		{5, 2, 2, 5, false},
+		{32, 2, 2, 32, false},
+	} {
+		c.Service.GOMAXPROCS = tc.set
+		n, w := c.Procs(tc.cpus, tc.current)
+		if n != tc.want || (w != "") != tc.warns {
+			t.Errorf("gomaxprocs %d on %d CPUs (runtime %d): %d, %q; want %d, warning %v", tc.set, tc.cpus, tc.current, n, w, tc.want, tc.warns)
+		}
+		if tc.warns && !strings.Contains(w, "at least 5") {
+			t.Errorf("warning %q does not say what to set", w)
+		}
+	}
+}

@@ -36,7 +36,7 @@ Usage:
   bridge sim vrep [-protocol az|zmq] serve a simulated V-REP/CoppeliaSim scene (-listen ADDR)
   bridge cameras                    list the connected RealSense cameras by serial
   bridge track -color FILE.png      run the marker tracker on saved images (-depth, -params, -json, -mask)
-  bridge bench loop|link|servos|tracker|vrep  measure the loop, a link on loopback, the servo cycle, the tracker, a scene
+  bridge bench loop|link|links|servos|tracker|vrep  measure the loop, a link on loopback, many links in one process, the servo cycle, the tracker, a scene
   bridge startUDP [emioapi flags]   emioapi's "python -m emioapi startUDP", flags honoured
   bridge version                    print the version
 
@@ -140,6 +140,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
 		fmt.Fprint(stderr, "Usage: bridge bench loop [flags]   timing of the clock-master loop (lateness percentiles)\n"+
 			"       bridge bench link [flags]   a whole link against a partner on loopback (reply latency)\n"+
+			"       bridge bench links [flags]  N links in one process, a thread each or one scheduler (lateness per link)\n"+
 			"       bridge bench servos [flags] the 4-servo cycle on a pseudo-terminal against the wire time\n"+
 			"       bridge bench tracker [flags] the marker tracker's time per 848x480 frame on three scenes\n"+
 			"       bridge bench vrep [flags]   one tick's exchange with a V-REP / CoppeliaSim scene (round trip)\n")
@@ -153,6 +154,8 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return benchLoop(ctx, args[1:], stdout, stderr)
 	case "link":
 		return benchLink(ctx, args[1:], stdout, stderr)
+	case "links":
+		return benchLinks(ctx, args[1:], stdout, stderr)
 	case "servos":
 		return benchServos(ctx, args[1:], stdout, stderr)
 	case "tracker":
@@ -160,7 +163,7 @@ func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case "vrep":
 		return benchVREP(ctx, args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "bridge bench: unknown benchmark %q (want loop, link, servos, tracker or vrep)\n", args[0])
+	fmt.Fprintf(stderr, "bridge bench: unknown benchmark %q (want loop, link, links, servos, tracker or vrep)\n", args[0])
 	return errUsage
 }
 

@@ -87,11 +87,13 @@ type app struct {
 // wire builds every link of cfg and the supervisor that runs them. Nothing
 // runs until serve, except simulated devices.
 func wire(cfg *config.Config, env config.Env, metricsAddr string) (*app, error) {
-	if cfg.Service.GOMAXPROCS > 0 {
-		runtime.GOMAXPROCS(cfg.Service.GOMAXPROCS)
-	}
 	if env.Logger == nil {
 		env.Logger = slog.New(slog.DiscardHandler)
+	}
+	procs, warning := cfg.Procs(runtime.NumCPU(), runtime.GOMAXPROCS(0))
+	runtime.GOMAXPROCS(procs)
+	if warning != "" {
+		env.Logger.Warn(warning)
 	}
 	a := &app{logger: env.Logger, sup: bridge.NewSupervisor(bridge.SupervisorConfig{Logger: env.Logger})}
 	reg := metrics.NewRegistry()

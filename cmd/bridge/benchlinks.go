@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labbridge/bridge/config"
+	"github.com/labbridge/bridge/loopbench"
+	"github.com/labbridge/bridge/realtime"
+)
+
+// maxBenchLinks bounds -links: each link is a thread (in the thread model),
+// four sockets and a partner goroutine.
+const maxBenchLinks = 256
+
+// benchLinks is `bridge bench links`: N links in one process, each with the
+// in-memory plant and real UDP to its own built-in partner on loopback, in
+// one thread model; with a list of counts, one run per count in order, so
+// that the ratios to the smallest come from one invocation.
+func benchLinks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench links", "bench links [-links N[,N…]] [-rate HZ] [-duration D] [-model thread|scheduler] [-priority P] [-gomaxprocs auto|N] [-stagger] [-dma-latency] [-json]", stderr)
+	countsFlag := fs.String("links", "1,4,16", "how many links, or a list of counts run one after the other (ratios are to the smallest)")
+	rate := fs.Float64("rate", 1000, "tick rate of every link (Hz)")
+	duration := fs.Duration("duration", 10*time.Second, "how long each run lasts")
+	modelFlag := fs.String("model", string(loopbench.ModelThread), "thread: a loop on its own OS thread per link, as bridge run serves them; scheduler: one OS thread runs every link's deadlines, earliest first")
+	priority := fs.Int("priority", 80, "SCHED_FIFO priority of the loop threads (or of the scheduler's thread); 0 = normal")
+	dma := fs.Bool("dma-latency", true, "hold /dev/cpu_dma_latency at 0 during the runs, as cyclictest does")
+	stagger := fs.Bool("stagger", true, "scheduler model: spread the links' deadlines evenly over the period (false: every link on one grid); the thread model's loops start their grids as their threads start")
+	procsFlag := fs.String("gomaxprocs", "auto", "GOMAXPROCS during each run: auto = the CPUs plus one per loop thread (a loop blocked in a system call keeps its P); 0 = the runtime's choice, as bridge run without [service] gomaxprocs; or a number")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	counts, err := parseCounts(*countsFlag)
+	if err != nil {
+		return fmt.Errorf("bridge bench links: -links %q: %w", *countsFlag, err)
+	}
+	model, err := loopbench.ParseModel(*modelFlag)
+	if err != nil {
+		return fmt.Errorf("bridge bench links: -model: %w", err)
+	}
+	procs := loopbench.AutoGOMAXPROCS
+	if *procsFlag != "auto" {
+		if procs, err = strconv.Atoi(*procsFlag); err != nil || procs < 0 {
+			return fmt.Errorf("bridge bench links: -gomaxprocs %q: want auto, 0 (the runtime's choice) or a number of Ps", *procsFlag)
+		}
+	}
+	if *duration <= 0 {
+		return fmt.Errorf("bridge bench links: -duration %v: want > 0", *duration)
+	}
+	logger := config.Service{LogLevel: "warn", LogFormat: "text"}.Logger(stderr, false)
+	var runs []loopbench.LinksRun
+	for _, n := range counts {
+		run, err := runLinks(ctx, n, *rate, *priority, *dma, loopbench.LinksConfig{
+			Model: model, Duration: *duration, Stagger: *stagger, GOMAXPROCS: procs, Logger: logger,
+		})
+		if err != nil {
+			if run.Links > 0 { // interrupted: show what was measured
+				_ = loopbench.NewLinksReport(append(runs, run)).WriteText(stdout)
+			}
+			return fmt.Errorf("bridge bench links: %w", err)
+		}
+		runs = append(runs, run)
+	}
+	rep := loopbench.NewLinksReport(runs)
+	if *asJSON {
+		return printJSON(stdout, rep)
+	}
+	return rep.WriteText(stdout)
+}
+
+// parseCounts parses "4" or "1,4,16".
+func parseCounts(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > maxBenchLinks {
+			return nil, fmt.Errorf("want counts of links from 1 to %d, separated by commas, like 1,4,16", maxBenchLinks)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// runLinks builds n links as bridge sim would (the sim plant, a built-in
+// partner each, free loopback ports), runs them, and releases them.
+func runLinks(ctx context.Context, n int, rate float64, priority int, dma bool, lc loopbench.LinksConfig) (loopbench.LinksRun, error) {
+	var doc strings.Builder
+	doc.WriteString("[service]\nmetrics = \"\"\n")
+	for i := range n {
+		fmt.Fprintf(&doc, "[[link]]\nname = \"link-%02d\"\nrate_hz = %g\n[link.loop]\npriority = %d\ndma_latency = %v\n"+
+			"[link.plant]\nkind = \"sim\"\n", i, rate, priority, dma)
+	}
+	cfg, err := config.ParseConfig([]byte(doc.String()))
+	if err != nil {
+		return loopbench.LinksRun{}, err
+	}
+	// No metrics: the bench's own observers see every tick and reply; the
+	// loop observer must reach the loop unwrapped for it to see the gate.
+	env := config.Env{Clock: realtime.NewClock(), Logger: lc.Logger, Partner: true, Ephemeral: true}
+	var built []*config.Built
+	defer func() {
+		for _, b := range built {
+			if cerr := b.Close(); cerr != nil {
+				lc.Logger.Warn("bridge bench links: closing a link", "link", b.Config.Name, "err", cerr)
+			}
+		}
+	}()
+	links := make([]loopbench.BenchLink, 0, n)
+	for i := range cfg.Links {
+		l := &cfg.Links[i]
+		timing, replies := loopbench.NewLinkTiming(env.Clock, l.Period()), loopbench.NewReplies()
+		env.Loop, env.Observer = timing, replies
+		b, err := l.Build(env)
+		if err != nil {
+			return loopbench.LinksRun{}, err
+		}
+		built = append(built, b)
+		links = append(links, loopbench.BenchLink{
+			Link: b.Link, Master: b.Master, Partner: b.Partner, Deps: b.Deps, Timing: timing, Replies: replies,
+		})
+	}
+	return loopbench.RunLinks(ctx, lc, links)
+}

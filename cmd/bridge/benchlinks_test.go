@@ -1,0 +1,75 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/labbridge/bridge/loopbench"
+)
+
+// A short real run in each model: two links, each ticking against its own
+// partner on loopback. Timing values are the machine's, never asserted.
+func TestBenchLinksShort(t *testing.T) {
+	for _, model := range []string{"", "thread", "scheduler"} {
+		args := []string{"bench", "links", "-links", "2", "-rate", "200", "-duration", "1s", "-json"}
+		if model != "" {
+			args = append(args, "-model", model)
+		}
+		code, out, stderr := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: %d %s %s", args, code, out, stderr)
+		}
+		var rep loopbench.LinksReport
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatalf("%v: %v in %q", args, err, out)
+		}
+		if len(rep.Runs) != 1 || rep.Runs[0].Links != 2 || len(rep.Runs[0].PerLink) != 2 {
+			t.Fatalf("%v: %+v", args, rep)
+		}
+		if model != "" && rep.Runs[0].Model != model {
+			t.Errorf("%v: model %q", args, rep.Runs[0].Model)
+		}
+		for _, l := range rep.Runs[0].PerLink {
+			if l.Ticks == 0 || l.Partner.Clock == "" {
+				t.Errorf("%v: link %+v", args, l)
+			}
+		}
+	}
+}
+
+// A list of counts runs one after the other, with ratios to the smallest.
+func TestBenchLinksList(t *testing.T) {
+	code, out, stderr := runCLI(t, "bench", "links", "-links", "1,2", "-rate", "200", "-duration", "300ms", "-priority", "0", "-model", "scheduler")
+	if code != 0 {
+		t.Fatalf("%d %s %s", code, out, stderr)
+	}
+	if strings.Count(out, "\nsummary  links ") != 2 || !strings.Contains(out, "x links 1)") || !strings.Contains(out, "model scheduler") {
+		t.Errorf("output:\n%s", out)
+	}
+}
+
+func TestBenchLinksFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"-links", "0"}, 1, "bridge bench links: -links \"0\": want counts of links from 1 to 256"},
+		{[]string{"-links", "1,x"}, 1, "want counts of links"},
+		{[]string{"-model", "fibers"}, 1, "bridge bench links: -model: loopbench: model \"fibers\""},
+		{[]string{"-duration", "0s"}, 1, "bridge bench links: -duration 0s"},
+		{[]string{"-gomaxprocs", "many"}, 1, "bridge bench links: -gomaxprocs \"many\": want auto"},
+		{[]string{"-rate", "0", "-links", "1"}, 1, "rate_hz"},
+		{[]string{"extra"}, 2, "unexpected argument"},
+		{[]string{"-help"}, 0, "Usage: bridge bench links"},
+	} {
+		code, _, stderr := runCLI(t, append([]string{"bench", "links"}, c.args...)...)
+		if code != c.code || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: %d %q, want %d and %q", c.args, code, stderr, c.code, c.want)
+		}
+	}
+	if code, _, stderr := runCLI(t, "bench"); code != 2 || !strings.Contains(stderr, "bridge bench links") {
+		t.Errorf("bench usage: %d %q", code, stderr)
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package loopbench
+
+const raceEnabled = false
