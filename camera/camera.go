@@ -18,12 +18,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/labbridge/bridge/latency"
 	"github.com/labbridge/bridge/realsense/tracker"
+	"github.com/labbridge/bridge/realtime"
 )
 
 // Frame is one colour + depth frameset in caller-owned buffers.
@@ -108,6 +110,10 @@ type Config struct {
 	// goroutine: its number, when it arrived and when its vector was
 	// published (a framelock.Lock, for a loop with clock = "camera").
 	Frames FrameObserver
+	// Priority, 1..99, reads and tracks frames on a thread of its own at
+	// that SCHED_FIFO priority (below the loop's); 0 = a goroutine at the
+	// normal priority. Not permitted: a warning, and the normal priority.
+	Priority int
 	// OnFrame, if set, sees every tracked frame on the camera goroutine
 	// (saving frames for offline analysis). It must not keep f or r.
 	OnFrame func(f *Frame, r *tracker.Result)
@@ -157,6 +163,7 @@ type Camera struct {
 	valid     atomic.Bool
 	serving   atomic.Bool
 	streaming atomic.Bool // between a successful open and the next failure or stop
+	warned    bool        // the thread set-up warning was logged (Serve's goroutines, one at a time)
 }
 
 // New checks cfg.
@@ -170,6 +177,8 @@ func New(cfg Config) (*Camera, error) {
 		return nil, fmt.Errorf("%w: nb_markers %d (want 1..16)", ErrConfig, cfg.NbMarkers)
 	case cfg.Clock == nil:
 		return nil, fmt.Errorf("%w: no clock", ErrConfig)
+	case cfg.Priority < 0 || cfg.Priority > realtime.MaxPriority:
+		return nil, fmt.Errorf("%w: priority %d (want 0 for the normal one or 1..%d)", ErrConfig, cfg.Priority, realtime.MaxPriority)
 	case cfg.StallAfter < 0:
 		return nil, fmt.Errorf("%w: stall_after %v (want ≥ 0)", ErrConfig, cfg.StallAfter)
 	}
@@ -219,6 +228,32 @@ func (c *Camera) Serve(ctx context.Context) error {
 	c.streaming.Store(true)
 	defer c.streaming.Store(false)
 	c.log.Info("camera: streaming", "camera", c.cfg.Name, "width", st.Width, "height", st.Height, "fps", st.FPS)
+	if c.cfg.Priority == 0 {
+		return c.run(ctx)
+	}
+	// A thread of its own at a real-time priority (below the loop's): the
+	// ticks sit a tracker's p99 after each frame, so a tracker preempted by
+	// ordinary work makes stale ticks. The thread dies with its goroutine,
+	// which never unlocks it.
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		th, warns := realtime.SetupThread(realtime.ThreadConfig{Priority: c.cfg.Priority, CPU: -1})
+		if len(warns) > 0 && !c.warned {
+			c.warned = true
+			for _, w := range warns {
+				c.log.Warn("camera: thread set-up incomplete, tracking at the normal priority", "camera", c.cfg.Name, "err", w)
+			}
+		}
+		defer th.Close()
+		errc <- c.run(ctx)
+	}()
+	return <-errc
+}
+
+// run reads and tracks frames until ctx is done (nil) or the source
+// fails.
+func (c *Camera) run(ctx context.Context) error {
 	last := c.cfg.Clock.Now()
 	for ctx.Err() == nil {
 		err := c.cfg.Source.Read(ctx, &c.frame)

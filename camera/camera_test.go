@@ -364,3 +364,27 @@ func TestLatchMarkersCountsStaleAndSkipped(t *testing.T) {
 		}
 	}
 }
+
+// A camera given a priority tracks on a thread of its own (at SCHED_FIFO
+// when permitted, else with a warning at the normal priority); a priority
+// outside 0..99 is refused.
+func TestCameraPriority(t *testing.T) {
+	clock := realtime.NewClock()
+	if _, err := New(Config{Name: "t", Source: &fakeSource{clock: clock, period: time.Millisecond}, Tracker: newTracker,
+		NbMarkers: 1, Clock: clock, Priority: 120}); !errors.Is(err, ErrConfig) {
+		t.Fatalf("priority 120: %v, want ErrConfig", err)
+	}
+	c, err := New(Config{Name: "t", Source: &fakeSource{clock: clock, period: 2 * time.Millisecond}, Tracker: newTracker,
+		NbMarkers: 1, Clock: clock, Priority: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Serve(ctx) }()
+	waitFor(t, "frames tracked on the camera's thread", func() bool { return c.Frames() >= 3 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

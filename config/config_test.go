@@ -114,6 +114,7 @@ func TestConfigErrorsNameKeyAndRange(t *testing.T) {
 			`loop.lead = auto: want "0s" with clock = "frame"`},
 		{"[[link]]\nname = \"a\"\nclock = \"frame\"\n[link.loop]\nspin = \"auto\"\n[link.plant]\nkind = \"emio\"\n[link.plant.camera]\nkind = \"realsense\"\n",
 			`loop.spin = auto: want "0s" with clock = "frame"`},
+		{emio + "[link.plant.camera]\nkind = \"realsense\"\npriority = 100\n", `plant.camera.priority = 100: want 0..99`},
 		{emio + "[link.plant.camera]\nkind = \"realsense\"\njitter = \"1ms\"\n", `plant.camera.clock_error_ppm/jitter = 0 1ms: want 0 (a real camera has its own clock`},
 		{emio + "y0 = [0.0, 0, 0]\nj = [0.0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]\n[link.plant.camera]\nkind = \"sim\"\nclock_error_ppm = 5000.0\n", `plant.camera.clock_error_ppm = 5000: want -1000..1000 ppm`},
 		{emio + "y0 = [0.0, 0, 0]\nj = [0.0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]\n[link.plant.camera]\nkind = \"sim\"\njitter = \"20ms\"\n", `plant.camera.jitter = 20ms: want 0 ≤ jitter < half a frame period (16.666666ms)`},

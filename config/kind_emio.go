@@ -92,6 +92,10 @@ type CameraTable struct {
 	// (arrival and tracking) before the tick of clock = "camera" sends;
 	// 0 = 300µs.
 	LockMargin Duration `toml:"lock_margin"`
+	// Priority runs the camera's reading and tracking on a thread of its
+	// own at this SCHED_FIFO priority (below the loop's), so that the
+	// tracker keeps its time when the machine is busy; 0 = normal.
+	Priority int `toml:"priority"`
 }
 
 // Kind implements Plant.
@@ -236,6 +240,9 @@ func (p *EmioPlant) validate(l *Link, v *validator) {
 	framePeriod := time.Second / time.Duration(max(c.FPS, 1))
 	if j := c.Jitter.Duration; j < 0 || j >= framePeriod/2 {
 		v.bad("plant.camera.jitter", j, fmt.Sprintf("0 ≤ jitter < half a frame period (%v)", framePeriod/2))
+	}
+	if pr := c.Priority; pr < 0 || pr > 99 {
+		v.bad("plant.camera.priority", pr, "0..99 (0 = normal; below the loop's priority, e.g. 70 with 80)")
 	}
 	if m := c.LockMargin.Duration; m < 0 || m >= framePeriod/2 {
 		v.bad("plant.camera.lock_margin", m, fmt.Sprintf("0 < margin < half a frame period (%v)", framePeriod/2))
@@ -414,7 +421,7 @@ func (p *EmioPlant) camera(b *builder, ps *parts, servos *dxlsim.Bus, ids []byte
 		}
 	}
 	ccfg := camera.Config{
-		Name: b.link.Name, Source: src, NbMarkers: *p.NbMarkers, Clock: clock,
+		Name: b.link.Name, Source: src, NbMarkers: *p.NbMarkers, Clock: clock, Priority: c.Priority,
 		Tracker: camera.TrackerFor(camera.TrackerSettings{
 			Files: files, Side: side, Sort: sortBy, NbMarkers: *p.NbMarkers,
 			DepthMin: uint16(*c.DepthMin), DepthMax: uint16(*c.DepthMax),

@@ -156,21 +156,27 @@ type sample struct {
 // grid is what Observe publishes for Next, Expected and Status: small, and
 // copied under the mutex.
 type grid struct {
-	locked  bool
-	fitted  bool    // a line through the current window's frames, locked or not
-	frame0  uint64  // anchor frame of the line
-	time0   int64   // ns; the line is at time0 + frac + (n−frame0)·period
-	frac    float64 // ns
-	period  float64 // ns per frame
-	offset  int64   // ticks are at line(n) + offset
-	step    int64   // the free-running tick period while not locked
-	newest  int64   // the newest frame's arrival
-	jitter  int64
-	phase   int64
-	window  int
-	frames  uint64
-	relocks uint64
-	outlier uint64
+	locked bool
+	fitted bool    // a line through the current window's frames, locked or not
+	frame0 uint64  // anchor frame of the line
+	time0  int64   // ns; the line is at time0 + frac + (n−frame0)·period
+	frac   float64 // ns
+	period float64 // ns per frame
+	offset int64   // ticks are at line(n) + the offset, which slews to this
+	// The offset in use slews from offFrom (at offAt) toward offset at
+	// slew ns per ns, so that a new p99 of the readiness moves the ticks
+	// by at most offsetSlew per period, never in one step (docs/framelock.md
+	// "Ticks").
+	offFrom, offAt int64
+	slew           float64
+	step           int64 // the free-running tick period while not locked
+	newest         int64 // the newest frame's arrival
+	jitter         int64
+	phase          int64
+	window         int
+	frames         uint64
+	relocks        uint64
+	outlier        uint64
 }
 
 // Lock follows a camera's frame clock. Observe may run concurrently with
@@ -478,12 +484,38 @@ func (l *Lock) publish(phase float64) {
 // publishFit publishes the fit of the window. Callers hold obs.
 func (l *Lock) publishFit(phase float64, offset int64) {
 	l.mu.Lock()
+	p := &l.pub
+	// Once locked, the offset slews from the one in use; a fit that starts
+	// (or a provisional one) takes its offset at once.
+	from, now := offset, l.at(l.n-1).arrival
+	if p.locked && l.locked {
+		from = p.offsetAt(now)
+	}
+	p.offAt = now
 	l.setCommon(phase)
-	l.pub.locked = l.locked
-	l.pub.frame0, l.pub.time0 = l.f0, l.t0+offset
-	l.pub.frac, l.pub.period = l.a, l.nominal+l.b
-	l.pub.offset = offset
+	p.locked = l.locked
+	p.frame0, p.time0 = l.f0, l.t0
+	p.frac, p.period = l.a, l.nominal+l.b
+	p.offset, p.offFrom = offset, from
+	p.slew = float64(offsetSlew) / l.nominal
 	l.mu.Unlock()
+}
+
+// offsetSlew is how far the ticks' offset may move in one period: a new
+// p99 of the readiness becomes an interval at most this far from the
+// period, not a step of a millisecond in Simulink's time.
+const offsetSlew = 20 * time.Microsecond
+
+// offsetAt returns the offset in use at t.
+func (g *grid) offsetAt(t int64) int64 {
+	if g.offFrom == g.offset || t <= g.offAt {
+		return g.offFrom
+	}
+	move := float64(t-g.offAt) * g.slew
+	if g.offset > g.offFrom {
+		return min(g.offset, g.offFrom+int64(move))
+	}
+	return max(g.offset, g.offFrom-int64(move))
 }
 
 // setCommon fills what every publication carries. Callers hold obs and mu.
@@ -584,7 +616,7 @@ func (l *Lock) Status(now int64) Status {
 	g := l.snapshot()
 	st := Status{
 		State: Locking, Period: g.period, Phase: time.Duration(g.phase), Jitter: time.Duration(g.jitter),
-		Offset: time.Duration(g.offset), Frames: g.frames, Window: g.window, Relocks: g.relocks, Outliers: g.outlier,
+		Offset: time.Duration(g.offsetAt(now)), Frames: g.frames, Window: g.window, Relocks: g.relocks, Outliers: g.outlier,
 	}
 	if g.locked {
 		st.State = Locked
@@ -605,7 +637,8 @@ func ppmOf(nominal, period float64) float64 { return (nominal/period - 1) * 1e6 
 
 // tick returns the tick instant of frame frame0+k.
 func (g *grid) tick(k int64) int64 {
-	return g.time0 + int64(math.Round(g.frac+float64(k)*g.period))
+	base := g.time0 + int64(math.Round(g.frac+float64(k)*g.period))
+	return base + g.offsetAt(base)
 }
 
 // maxReach bounds how far from the anchor the grid is extrapolated (ns), so
@@ -614,6 +647,7 @@ const maxReach = 1 << 53
 
 // index returns the grid index whose tick is near t (within a few ns).
 func (g *grid) index(t int64) (int64, bool) {
+	t -= g.offsetAt(t)
 	d := t - g.time0
 	if (t >= g.time0) != (d >= 0) || d > maxReach || d < -maxReach {
 		return 0, false
