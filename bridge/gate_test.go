@@ -247,21 +247,37 @@ func TestQuantileWindow(t *testing.T) {
 	}
 }
 
-// A step with the gate, the lead and the spin learned allocates nothing.
+// cyclePacer places deadlines at a repeating cycle of gaps, without
+// allocating.
+type cyclePacer struct {
+	gaps []int64
+	i    int
+}
+
+func (p *cyclePacer) Next(prev, _ int64) int64 {
+	p.i = (p.i + 1) % len(p.gaps)
+	return prev + p.gaps[p.i]
+}
+
+// A step with the gate, the lead and the spin learned, on the grid or a
+// pacer's deadlines, allocates nothing.
 func TestLoopGateAllocs(t *testing.T) {
-	c := realtime.NewClock()
-	l, err := NewLoop(LoopConfig{Period: 100 * time.Microsecond, CPU: -1, AutoLead: true, AutoSpin: true}, c, &leadRecorder{recObserver: newRecObserver(0)}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := loopState{next: c.Now() + int64(100*time.Microsecond)}
-	gate := func(ti *TickInfo) { ti.Gate() }
-	if n := testing.AllocsPerRun(500, func() {
-		if err := l.step(&st, gate); err != nil {
+	for _, pacer := range []Pacer{nil, &cyclePacer{gaps: []int64{90_000, 110_000, 100_000}}} {
+		c := realtime.NewClock()
+		l, err := NewLoop(LoopConfig{Period: 100 * time.Microsecond, CPU: -1, AutoLead: true, AutoSpin: true, Pacer: pacer},
+			c, &leadRecorder{recObserver: newRecObserver(0)}, nil)
+		if err != nil {
 			t.Fatal(err)
 		}
-	}); n != 0 {
-		t.Fatalf("%v allocations per iteration, want 0", n)
+		st := loopState{next: c.Now() + int64(100*time.Microsecond)}
+		gate := func(ti *TickInfo) { ti.Gate() }
+		if n := testing.AllocsPerRun(500, func() {
+			if err := l.step(&st, gate); err != nil {
+				t.Fatal(err)
+			}
+		}); n != 0 {
+			t.Fatalf("pacer %v: %v allocations per iteration, want 0", pacer, n)
+		}
 	}
 }
 

@@ -619,3 +619,47 @@ func (p *deadmanLog) log() *[]string { return &p.calls }
 type plainLog struct{ recordingPlant }
 
 func (p *plainLog) log() *[]string { return &p.calls }
+
+// latchingPlant is a recordingPlant whose last value a goroutine would keep
+// newest: Latch writes it, and the exchanger records what it was sent.
+type latchingPlant struct {
+	recordingPlant
+	newest float64
+}
+
+func (p *latchingPlant) Latch(dst []float64) {
+	p.calls = append(p.calls, "latch")
+	dst[len(dst)-1] = p.newest
+}
+
+type sentRecorder struct {
+	fakeExchanger
+	calls *[]string
+	sent  []float64
+}
+
+func (s *sentRecorder) Exchange(measure, command []float64, deadline int64) simulink.Status {
+	*s.calls = append(*s.calls, "exchange")
+	s.sent = append(s.sent[:0], measure...)
+	return s.fakeExchanger.Exchange(measure, command, deadline)
+}
+
+// A Latcher's values are taken after measuring and applying, right before
+// the exchange, and they are what the datagram carries and the status view
+// shows.
+func TestLatchRightBeforeTheExchange(t *testing.T) {
+	p := &latchingPlant{newest: 42}
+	ex := &sentRecorder{fakeExchanger: fakeExchanger{status: simulink.OK, reply: []float64{0.1, 0.1, 0.1, 0.1}}, calls: &p.calls}
+	l := fourMotorLink(t, bridge.ApplyPrevious, p, ex)
+	var ti bridge.TickInfo
+	l.Tick(&ti)
+	p.newest = 43
+	l.Tick(&ti)
+	if got, want := strings.Join(p.calls, " "), "measure latch exchange measure command latch exchange"; got != want {
+		t.Fatalf("calls %q, want %q", got, want)
+	}
+	meas := make([]float64, 7)
+	if ex.sent[6] != 43 || !l.Measurement(meas) || meas[6] != 43 {
+		t.Fatalf("sent %v, shown %v: want the latched 43 last", ex.sent, meas)
+	}
+}
