@@ -195,8 +195,12 @@ type Lock struct {
 	// first frames of a stream are slow to track (cold caches, a new
 	// tracker), and a 40 s window would keep them in its p99 for seconds.
 	delayFrames, warmFrames int
-	refitEvery              int
-	tol                     float64 // ns beyond the band that makes an outlier
+	// slewAfter: frames after the lock during which the offset still
+	// jumps to each new value, as the readiness of the first second
+	// (a p99 of few frames) gives way to a steadier one.
+	slewAfter  int
+	refitEvery int
+	tol        float64 // ns beyond the band that makes an outlier
 
 	// settled: the lock has locked once, or given up waiting for it.
 	settled atomic.Bool
@@ -221,6 +225,7 @@ type Lock struct {
 	locked     bool // the current fit has locked
 	late       int  // consecutive late outliers
 	pushed     int  // frames pushed since the fit started over
+	lockedAt   int  // pushed when the fit locked
 	step       int64
 	frames     uint64
 	relocks    uint64
@@ -285,6 +290,7 @@ func New(cfg Config) (*Lock, error) {
 		refitEvery:  max(1, int(refitTime/nom)),
 		delayFrames: max(minLockFrames, int(delayTime/nom)),
 		warmFrames:  max(1, int(streamWarmup/nom)),
+		slewAfter:   max(1, int(offsetSettle/nom)),
 		tol:         float64(nom) / 3,
 		ring:        make([]sample, window),
 		xs:          make([]float64, window),
@@ -463,6 +469,7 @@ func (l *Lock) refit(phase float64) {
 		return
 	case !l.locked && consistent && l.n >= l.lockFrames:
 		l.locked = true
+		l.lockedAt = l.pushed
 		l.settled.Store(true)
 	}
 	if l.locked {
@@ -488,7 +495,7 @@ func (l *Lock) publishFit(phase float64, offset int64) {
 	// Once locked, the offset slews from the one in use; a fit that starts
 	// (or a provisional one) takes its offset at once.
 	from, now := offset, l.at(l.n-1).arrival
-	if p.locked && l.locked {
+	if p.locked && l.locked && l.pushed-l.lockedAt >= l.slewAfter {
 		from = p.offsetAt(now)
 	}
 	p.offAt = now
@@ -500,6 +507,9 @@ func (l *Lock) publishFit(phase float64, offset int64) {
 	p.slew = float64(offsetSlew) / l.nominal
 	l.mu.Unlock()
 }
+
+// offsetSettle is how long after the lock the offset still jumps.
+const offsetSettle = 2 * time.Second
 
 // offsetSlew is how far the ticks' offset may move in one period: a new
 // p99 of the readiness becomes an interval at most this far from the

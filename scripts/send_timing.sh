@@ -19,7 +19,7 @@ sed -e 's/127.0.0.1:9310/127.0.0.1:9311/' \
     -e 's/:25020"/:25120"/' -e 's/:25021"/:25121"/' -e 's/:9092"/:9192"/' \
     -e '0,/^clock = "camera"/s//clock = "frame"/' \
     -e '0,/^lead = "auto"/s//lead = "0s"/' \
-    -e '0,/^spin = "auto"/s//spin = "0s"/' bridge.toml >"$out/old.toml"
+    -e '0,/^spin = "[^"]*"/s//spin = "0s"/' bridge.toml >"$out/old.toml"
 
 partner() { # name config listen accept reply-to
 	"$b" partner -config "$2" -link emio -listen "$3" -accept "$4" -reply-to "$5" -json >"$out/$1.partner" 2>"$out/$1.partner.log" &

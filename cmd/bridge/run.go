@@ -186,6 +186,10 @@ func (a *app) serve(ctx context.Context, stdout io.Writer, duration time.Duratio
 			}
 		})
 	}
+	// Collect what building the links left behind now, before any loop
+	// ticks: the next collection then comes minutes later, not in the
+	// first seconds, where its stop-the-world pauses would delay sends.
+	runtime.GC()
 	err := a.sup.Serve(ctx)
 	stopView()
 	wg.Wait()
