@@ -263,13 +263,23 @@ func (s *Supervisor) runLink(ctx context.Context, e *linkEntry, seed uint64) {
 	depCtx, stopDeps := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopDeps()
 	var deps, aux sync.WaitGroup
+	started := make(chan struct{}, len(e.deps))
 	for i, d := range e.deps {
 		restarted := func() {
 			if e.obs != nil {
 				e.obs.DeviceRestart(d.Name)
 			}
 		}
-		deps.Go(func() { s.run(depCtx, "link "+name+": "+d.Name, d.Service, seed+2+uint64(i), restarted) })
+		deps.Go(func() {
+			started <- struct{}{}
+			s.run(depCtx, "link "+name+": "+d.Name, d.Service, seed+2+uint64(i), restarted)
+		})
+	}
+	// The loop starts once every dependency's goroutine is on its way into
+	// Serve, not merely created: a camera is serving before the first tick,
+	// however busy the machine.
+	for range e.deps {
+		<-started
 	}
 	aux.Go(func() { s.reopen(ctx, e, seed+1) })
 	aux.Go(func() { s.drain(ctx, e) })
