@@ -267,7 +267,9 @@ func TestWrongSizeAndForeignDatagrams(t *testing.T) {
 		}
 	}
 	st := r.master.Stats()
-	if st.Dropped[simulink.DropSize] < 20 || st.Dropped[simulink.DropSource] < 10 {
+	// The wrong sizes come from another port of the partner's host: after
+	// the handshake that is foreign before it is the wrong size.
+	if st.Dropped[simulink.DropSize]+st.Dropped[simulink.DropForeign] < 40 || st.Dropped[simulink.DropSource] < 10 {
 		t.Errorf("drops %v", st.Dropped)
 	}
 	if ok < 15 {

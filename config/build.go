@@ -331,6 +331,7 @@ func (l *Link) MasterConfig() simulink.MasterConfig {
 		MaxTimeouts:       l.UDP.MaxTimeouts,
 		MaxDesyncs:        l.UDP.MaxDesyncs,
 		RecvBuffer:        l.UDP.RecvBuffer,
+		PinPartner:        *l.UDP.PinPartner,
 	}
 }
 

@@ -162,6 +162,10 @@ type UDPTable struct {
 	MaxTimeouts       int      `toml:"max_timeouts"`
 	MaxDesyncs        int      `toml:"max_desyncs"`
 	RecvBuffer        int      `toml:"recv_buffer"`
+	// PinPartner accepts replies, after a handshake, only from the source
+	// port that completed it (simulink.MasterConfig.PinPartner); false is
+	// emioapi's rule.
+	PinPartner *bool `toml:"pin_partner"`
 }
 
 // PartnerTable is [link.partner]: the built-in Simulink stand-in of `bridge
@@ -300,6 +304,9 @@ func (l *Link) fillDefaults() {
 		} else {
 			l.Loop.Lead = &AutoDuration{Auto: true}
 		}
+	}
+	if l.UDP.PinPartner == nil {
+		l.UDP.PinPartner = new(true)
 	}
 	if l.Loop.DMALatency == nil {
 		l.Loop.DMALatency = new(true)

@@ -409,3 +409,19 @@ func TestProcs(t *testing.T) {
 		}
 	}
 }
+
+// pin_partner is on unless a file turns it off (emioapi's rule).
+func TestPinPartner(t *testing.T) {
+	for doc, want := range map[string]bool{
+		"[[link]]\nname = \"a\"\n":                                  true,
+		"[[link]]\nname = \"a\"\n[link.udp]\npin_partner = false\n": false,
+	} {
+		c, err := ParseConfig([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Links[0].MasterConfig().PinPartner; got != want {
+			t.Errorf("%q: PinPartner %v, want %v", doc, got, want)
+		}
+	}
+}

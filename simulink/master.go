@@ -62,6 +62,12 @@ type MasterConfig struct {
 	MaxTimeouts, MaxDesyncs int
 	// RecvBuffer is SO_RCVBUF of the reply socket in bytes; 0 = default.
 	RecvBuffer int
+	// PinPartner accepts, after a handshake, replies only from the source
+	// port that completed it, until the next handshake: another program on
+	// the Simulink host cannot complete a handshake meant for the model and
+	// command the robot. false keeps emioapi's rule, any port of the host.
+	// A model restarted on a new port times out and handshakes again.
+	PinPartner bool
 }
 
 // DefaultMasterConfig returns emioapi's endpoints and thresholds for
@@ -78,6 +84,7 @@ func DefaultMasterConfig(measureLen, commandLen int) MasterConfig {
 		MaxTimeouts:       DefaultMaxTimeouts,
 		MaxDesyncs:        DefaultMaxDesyncs,
 		RecvBuffer:        DefaultRecvBuffer,
+		PinPartner:        true,
 	}
 }
 
@@ -153,6 +160,8 @@ type Master struct {
 
 	synced     bool
 	everSynced bool
+	pinned     bool   // replies are accepted from pinPort only
+	pinPort    uint16 // the source port that completed the handshake
 	seq        int64
 	lastAcc    int64 // highest seq whose reply was accepted since the handshake
 	echo       bool  // the partner answered seq with seq at least once
@@ -263,6 +272,9 @@ func (m *Master) handshake(deadline int64) Status {
 					break
 				}
 				if _, good := m.decode(n); good {
+					if m.cfg.PinPartner {
+						m.pinned, m.pinPort = true, m.rx.fromPort()
+					}
 					return m.synchronised()
 				}
 			}
@@ -417,6 +429,7 @@ func (m *Master) finish(s Status) Status {
 
 func (m *Master) lose() {
 	m.synced = false
+	m.pinned = false
 	m.nextHS = 0
 	m.st.synced.Store(false)
 }
@@ -452,6 +465,10 @@ func (m *Master) next() (int, bool) {
 		}
 		if !match {
 			m.drop(DropSource)
+			continue
+		}
+		if m.pinned && m.rx.fromPort() != m.pinPort {
+			m.drop(DropForeign)
 			continue
 		}
 		return n, true

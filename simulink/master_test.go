@@ -3,10 +3,12 @@ package simulink
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -790,5 +792,61 @@ func TestNoLockInAfterOneSlowReply(t *testing.T) {
 	}
 	if r.m.Stats().Late == 0 {
 		t.Errorf("the slow reply was not counted late: %v", got)
+	}
+}
+
+// After a handshake the master accepts replies only from the source port
+// that completed it: another program on the Simulink host, answering with
+// the right seq and size, is dropped as foreign and never applied, until
+// the next handshake. PinPartner = false keeps emioapi's rule (any port of
+// the host), under which the stray reply wins.
+func TestPinnedPartner(t *testing.T) {
+	for _, pin := range []bool{true, false} {
+		t.Run(fmt.Sprintf("pin=%v", pin), func(t *testing.T) {
+			stray, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stray.Close()
+			var strayOn atomic.Bool
+			r := newRig(t, func(rc received) [][]byte {
+				if strayOn.Load() && rc.seq >= 0 {
+					// The stray answers first, and well.
+					if _, err := stray.WriteToUDPAddrPort(datagram(float64(rc.seq), 9, 9, 9, 9), rc.to); err != nil {
+						t.Error(err)
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				s := rc.seq
+				if s <= 0 {
+					s = -1
+				}
+				return [][]byte{datagram(float64(s), 0.5, 0.5, 0.5, 0.5)}
+			}, func(c *MasterConfig) { c.PinPartner = pin })
+			r.sync()
+			strayOn.Store(true)
+			before := r.m.Stats().Dropped[DropForeign]
+			ticks := 3
+			if !pin {
+				ticks = 1 // the model's own reply then arrives late: emioapi's rule has no good answer
+			}
+			for i := range ticks {
+				s := r.tick(replyWait)
+				want := 0.5
+				if !pin {
+					want = 9
+				}
+				if !s.Success() || r.cmd[0] != want {
+					t.Fatalf("tick %d: %v %v, want the command %v", i, s, r.cmd, want)
+				}
+			}
+			foreign := r.m.Stats().Dropped[DropForeign] - before
+			if pin && foreign < 3 {
+				t.Errorf("%d foreign drops, want one per tick (3)", foreign)
+			}
+			if !pin && foreign != 0 {
+				t.Errorf("%d foreign drops without pinning, want 0", foreign)
+			}
+		})
 	}
 }

@@ -134,6 +134,20 @@ func (s *rawSocket) recv(b []byte, want netip.Addr) (n int, match, ok bool, err 
 	}
 }
 
+// fromPort returns the source port of the datagram recv read last.
+func (s *rawSocket) fromPort() uint16 {
+	var p [2]byte
+	switch s.from.Addr.Family {
+	case unix.AF_INET:
+		p = *(*[2]byte)(unsafe.Pointer(&(*unix.RawSockaddrInet4)(unsafe.Pointer(&s.from)).Port))
+	case unix.AF_INET6:
+		p = *(*[2]byte)(unsafe.Pointer(&(*unix.RawSockaddrInet6)(unsafe.Pointer(&s.from)).Port))
+	default:
+		return 0
+	}
+	return uint16(p[0])<<8 | uint16(p[1]) // network byte order
+}
+
 func (s *rawSocket) fromMatches(want netip.Addr) bool {
 	if !want.IsValid() || want.IsUnspecified() {
 		return true

@@ -58,13 +58,17 @@ const (
 	DropStale
 	// DropFlushed: discarded by the flush that follows a DESYNC or a handshake.
 	DropFlushed
+	// DropForeign: the datagram came from the remote host but not from the
+	// source port that completed the handshake (MasterConfig.PinPartner):
+	// another program on the Simulink host.
+	DropForeign
 	numDropReason
 )
 
 // NumDropReason is the number of DropReason values.
 const NumDropReason = int(numDropReason)
 
-var dropNames = [numDropReason]string{"size", "source", "nonfinite", "seq", "stale", "flushed"}
+var dropNames = [numDropReason]string{"size", "source", "nonfinite", "seq", "stale", "flushed", "foreign"}
 
 // String returns the metric label of the reason.
 func (r DropReason) String() string {
