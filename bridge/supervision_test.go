@@ -34,6 +34,7 @@ type armPlant struct {
 	absent   int // Reopen fails with plant.ErrAbsent this many times first
 	reopens  int
 	stall    chan struct{} // when set, Measure blocks on it
+	stalled  atomic.Bool   // a Measure is blocked on stall
 }
 
 func (p *armPlant) MeasureLen() int { return 2 }
@@ -49,6 +50,7 @@ func (p *armPlant) Measure(dst []float64) error {
 	}
 	p.mu.Unlock()
 	if stall != nil {
+		p.stalled.Store(true)
 		<-stall
 	}
 	return nil
@@ -302,12 +304,11 @@ func TestProgressNeedsEveryLink(t *testing.T) {
 	stuck.stall = release
 	stuck.mu.Unlock()
 	defer close(release)
-	// Once the stuck link has blocked, progress stays false while the
-	// live link keeps ticking.
-	waitFor(t, "no progress", func() bool {
-		first := progress() // may still see the stuck link's last tick
-		return !first && !progress()
-	})
+	// Once the stuck link has blocked (its tick in flight when the stall
+	// was set may still complete), progress stays false while the live
+	// link keeps ticking.
+	waitFor(t, "the stuck link blocked", stuck.stalled.Load)
+	progress() // may still see the stuck link's last tick
 	a0 := a.Ticks()
 	waitFor(t, "the live link ticking", func() bool { return a.Ticks() > a0+5 })
 	if progress() {
