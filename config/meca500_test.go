@@ -2,6 +2,8 @@ package config
 
 import (
 	"errors"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -244,4 +246,27 @@ func TestMeca500MotionErrorReset(t *testing.T) {
 	waitFor(t, "degraded", func() bool { return b.Link.State() == bridge.Degraded })
 	waitFor(t, "reset and running", func() bool { return b.Link.State() == bridge.Running && !robot.Status().Error })
 	waitFor(t, "the target", func() bool { return jointsNear(robot.Joints(), mecaTarget, 0.5) })
+}
+
+// The arm's Latch refreshes the status, the last error and the sample's
+// age at the send: a robot that went into error while a tick waited for its
+// send instant says so in that datagram; the joints stay as measured.
+func TestMeca500LatchTakesTheNewestStatus(t *testing.T) {
+	b := buildMeca500(t, testEnv(t), nil)
+	arm, ok := b.Link.Plant().(interface {
+		plant.Latcher
+		Status() (meca500.Status, int)
+	})
+	if !ok {
+		t.Fatalf("the Meca500 plant %T is not a Latcher", b.Link.Plant())
+	}
+	dst := make([]float64, b.Layout.MeasureLen())
+	waitFor(t, "a measurement", func() bool { return b.Link.Plant().Measure(dst) == nil && dst[19] == 0 && !math.IsNaN(dst[0]) })
+	joints := append([]float64(nil), dst[:6]...)
+	b.Meca500.MotionError()
+	waitFor(t, "the arm to hear of the error", func() bool { st, code := arm.Status(); return st.Error && code == 3005 })
+	arm.Latch(dst)
+	if dst[15] != 1 || dst[19] != 3005 || !slices.Equal(dst[:6], joints) {
+		t.Fatalf("latched %v: want es = 1, error 3005 and the joints %v as measured", dst, joints)
+	}
 }

@@ -413,6 +413,34 @@ func (a *Arm) Measure(dst []float64) error {
 	return nil
 }
 
+// Latch implements plant.Latcher: the link calls it right before the
+// datagram leaves, a lead after Measure, so that the status flags, the
+// last error and the sample's age are the reader's newest: a robot that
+// went into error while the tick waited for its send says so in that
+// datagram. The joints and pose stay those Measure read.
+func (a *Arm) Latch(dst []float64) {
+	now := time.Now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st := &a.st
+	flags := st.status.flags()
+	n := Joints
+	if a.cfg.Pose {
+		n += Joints
+	}
+	if len(dst) < n+len(flags)+2 || !st.connected {
+		return
+	}
+	for _, f := range flags {
+		dst[n] = b2f(f)
+		n++
+	}
+	dst[n] = float64(st.lastError)
+	if st.haveSamp {
+		dst[n+1] = now.Sub(st.sampleAt).Seconds()
+	}
+}
+
 func b2f(b bool) float64 {
 	if b {
 		return 1
