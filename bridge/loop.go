@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
@@ -349,22 +348,7 @@ func (l *Loop) Serve(ctx context.Context, tick func(*TickInfo)) error {
 	defer l.serving.Store(false)
 	l.stop.Store(false)
 
-	loopDone := make(chan struct{})
-	var err error
-	go func() {
-		defer close(loopDone)
-		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
-		err = l.run(tick)
-	}()
-	// Serve's own goroutine turns ctx.Done into the flag that the loop polls
-	// without blocking, then waits for the loop to see it.
-	select {
-	case <-ctx.Done():
-		l.stop.Store(true)
-		<-loopDone
-	case <-loopDone:
-	}
-	return err
+	return realtime.RunLocked(ctx, &l.stop, func() error { return l.run(tick) })
 }
 
 // loopState is the loop's private per-Serve state.

@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -235,9 +234,7 @@ func (c *Camera) Serve(ctx context.Context) error {
 	// ticks sit a tracker's p99 after each frame, so a tracker preempted by
 	// ordinary work makes stale ticks. The thread dies with its goroutine,
 	// which never unlocks it.
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
+	return realtime.RunLocked(ctx, nil, func() error {
 		th, warns := realtime.SetupThread(realtime.ThreadConfig{Priority: c.cfg.Priority, CPU: -1})
 		if len(warns) > 0 && !c.warned {
 			c.warned = true
@@ -246,9 +243,8 @@ func (c *Camera) Serve(ctx context.Context) error {
 			}
 		}
 		defer th.Close()
-		errc <- c.run(ctx)
-	}()
-	return <-errc
+		return c.run(ctx)
+	})
 }
 
 // run reads and tracks frames until ctx is done (nil) or the source

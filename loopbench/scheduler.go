@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
@@ -189,22 +188,7 @@ func (s *Scheduler) Serve(ctx context.Context) error {
 	}
 	defer s.serving.Store(false)
 	s.stop.Store(false)
-	done := make(chan struct{})
-	var err error
-	go func() {
-		defer close(done)
-		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
-		err = s.run()
-	}()
-	// This goroutine turns ctx.Done into the flag the scheduler thread
-	// polls without blocking, then waits for the thread to see it.
-	select {
-	case <-ctx.Done():
-		s.stop.Store(true)
-		<-done
-	case <-done:
-	}
-	return err
+	return realtime.RunLocked(ctx, &s.stop, s.run)
 }
 
 func (s *Scheduler) run() (err error) {

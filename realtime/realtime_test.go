@@ -1,11 +1,13 @@
 package realtime
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -335,4 +337,30 @@ func ExampleSleepUntil() {
 	// woke after the deadline: true
 	// woke after the deadline: true
 	// woke after the deadline: true
+}
+
+// RunLocked runs its body until the stop flag it sets on cancellation is
+// seen, and returns the body's error; a body that ends by itself ends it.
+func TestRunLocked(t *testing.T) {
+	var stop atomic.Bool
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() {
+		errc <- RunLocked(ctx, &stop, func() error {
+			close(started)
+			for !stop.Load() {
+				runtime.Gosched()
+			}
+			return errors.New("stopped")
+		})
+	}()
+	<-started
+	cancel()
+	if err := <-errc; err == nil || err.Error() != "stopped" {
+		t.Fatalf("RunLocked: %v, want the body's error", err)
+	}
+	if err := RunLocked(context.Background(), nil, func() error { return nil }); err != nil {
+		t.Fatalf("a body that returns: %v", err)
+	}
 }

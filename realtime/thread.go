@@ -1,9 +1,12 @@
 package realtime
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -187,3 +190,28 @@ func (t *Thread) Close() error {
 
 // HoldsDMALatency reports whether the /dev/cpu_dma_latency request is held.
 func (t *Thread) HoldsDMALatency() bool { return t != nil && t.dmaFD >= 0 }
+
+// RunLocked runs body on a new goroutine locked to its OS thread for good
+// (SetupThread may change the thread's scheduling, so the runtime must
+// discard the thread with the goroutine rather than reuse it), and waits
+// for it. When ctx is done it sets stop, which body polls without
+// blocking; stop may be nil for a body that watches ctx itself. It returns
+// body's error.
+func RunLocked(ctx context.Context, stop *atomic.Bool, body func() error) error {
+	done := make(chan struct{})
+	var err error
+	go func() {
+		defer close(done)
+		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
+		err = body()
+	}()
+	select {
+	case <-ctx.Done():
+		if stop != nil {
+			stop.Store(true)
+		}
+		<-done
+	case <-done:
+	}
+	return err
+}
