@@ -152,6 +152,10 @@ func TestBenchLinkShort(t *testing.T) {
 	if res.Ticks < 50 || res.Replies < 10 || res.LatencyUs.P50 <= 0 || res.Status["OK_NO_DELAY"] == 0 {
 		t.Errorf("result %+v", res)
 	}
+	// The built-in partner's view of the sends.
+	if res.SendDeviationUs == nil || res.SendClock != "kernel" || res.SendIntervals == 0 {
+		t.Errorf("partner's view %+v", res)
+	}
 }
 
 func TestPartnerCommand(t *testing.T) {

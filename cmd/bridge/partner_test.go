@@ -98,21 +98,6 @@ func TestPartnerReportsSendTiming(t *testing.T) {
 	}
 }
 
-// bench link reports the built-in partner's view of its sends.
-func TestBenchLinkSendTiming(t *testing.T) {
-	code, out, stderr := runCLI(t, "bench", "link", "-rate", "200", "-duration", "1s", "-json")
-	if code != 0 {
-		t.Fatalf("%d %s %s", code, out, stderr)
-	}
-	var res loopbench.LinkReport
-	if err := json.Unmarshal([]byte(out), &res); err != nil {
-		t.Fatalf("%v in %q", err, out)
-	}
-	if res.SendDeviationUs == nil || res.SendClock != "kernel" || res.SendIntervals == 0 {
-		t.Errorf("partner's view %+v", res)
-	}
-}
-
 // bench link reads the partner process's view of its sends from the
 // process's last line.
 func TestBenchLinkPartnerProcessSendTiming(t *testing.T) {
