@@ -301,6 +301,12 @@ func fitRigid(a, b [][3]float64) (Pose, error) {
 		}
 		r = mulABt(v, u)
 	}
+	// Points far beyond a lab's scale (1e99 mm) leave the SVD without the
+	// precision for a rotation; refuse them rather than return a pose that
+	// flattens space.
+	if d := det3(r); !(math.Abs(d-1) <= 1e-6) {
+		return Pose{}, fmt.Errorf("tracker: calibration points give no rotation (det %g): %w", d, ErrCalibration)
+	}
 	var ps Pose
 	for i := range 3 {
 		for j := range 3 {
