@@ -278,6 +278,9 @@ func TestMotionError(t *testing.T) {
 	c.cmd("MoveJoints(100,0,0,0,0,0)")
 	c.cmd("SetCheckpoint(5)")
 	c.expect("[2007][1,1,0,0,0,0,0]")
+	// The status message can leave before the session has read the
+	// checkpoint; the error must find it in the queue.
+	waitFor(t, "checkpoint queued", func() bool { return r.Status().Queued == 1 })
 	r.MotionError()
 	for _, want := range []string{"[3005][Motion error.]", "[3040][5]", "[2007][1,1,0,1,1,1,1]"} {
 		if m := c.nextEvent(); m != want {
