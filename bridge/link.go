@@ -127,6 +127,7 @@ type Link struct {
 	loop       atomic.Pointer[Loop]
 	cmdShadow  []atomic.Uint64 // the last good command, CommandLen values
 	measShadow []atomic.Uint64 // the last measurement, MeasureLen values
+	haltErr    atomic.Pointer[error]
 }
 
 // NewLink checks that plant and limits agree and prepares the buffers. Nothing
@@ -330,17 +331,75 @@ func (l *Link) Serve(ctx context.Context) error {
 		l.setState(Degraded, CauseStart, cause)
 	}
 	err = loop.Serve(ctx, l.Tick)
-	var herr error
-	if l.deviceUp.Load() {
-		if herr = l.plant.Halt(l.cfg.Halt); herr != nil {
-			herr = fmt.Errorf("bridge: link %q: halt %v: %w", l.cfg.Name, l.cfg.Halt, herr)
-		}
-		// Whether or not it succeeded, a torque-off halt may have released
-		// some motors: never use the plant again without reopening it.
-		l.released = l.cfg.Halt == plant.HaltTorqueOff
-	}
+	l.halted(l.halt())
 	l.setState(Stopped, CauseStop, nil)
-	return errors.Join(err, herr)
+	return err
+}
+
+// ErrHalt: the halt policy could not be applied at stop; see *HaltError.
+var ErrHalt = errors.New("bridge: halt not applied")
+
+// ErrUnreached: the device was down at stop, so the halt never reached it.
+var ErrUnreached = errors.New("the device was unplugged or not answering")
+
+// HaltError is a halt policy that could not be applied when a link stopped.
+type HaltError struct {
+	Link   string
+	Policy plant.HaltPolicy
+	Err    error
+}
+
+func (e *HaltError) Error() string {
+	return fmt.Sprintf("bridge: link %q: halt %v not applied: %v", e.Link, e.Policy, e.Err)
+}
+
+func (e *HaltError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrHalt) hold.
+func (e *HaltError) Is(target error) bool { return target == ErrHalt }
+
+// halt applies the halt policy, logs what it did, and returns a
+// *HaltError when the policy could not be applied.
+func (l *Link) halt() error {
+	policy := l.cfg.Halt
+	if !l.deviceUp.Load() {
+		if policy == plant.HaltHold {
+			// Nothing to send: the motors keep their last goal by
+			// themselves.
+			l.logger.Info("halt: hold; the device is down, its motors keep their last goal", "halt", policy.String())
+			return nil
+		}
+		l.logger.Warn("halt could not reach the device: it is unplugged or not answering, so its motors keep their last state (torque on); power them off by hand if needed",
+			"halt", policy.String())
+		return &HaltError{Link: l.cfg.Name, Policy: policy, Err: ErrUnreached}
+	}
+	// Whether or not it succeeds, a torque-off halt may release some
+	// motors: never use the plant again without reopening it.
+	l.released = policy == plant.HaltTorqueOff
+	if err := l.plant.Halt(policy); err != nil {
+		l.logger.Warn("halt failed: some motors may keep their last state; check them", "halt", policy.String(), "err", err)
+		return &HaltError{Link: l.cfg.Name, Policy: policy, Err: err}
+	}
+	l.logger.Info("halt applied", "halt", policy.String())
+	return nil
+}
+
+// halted records the outcome of the last halt.
+func (l *Link) halted(err error) {
+	if err == nil {
+		l.haltErr.Store(nil)
+		return
+	}
+	l.haltErr.Store(&err)
+}
+
+// HaltErr is the error of the last stop's halt (a *HaltError), nil when it
+// was applied. Safe from any goroutine.
+func (l *Link) HaltErr() error {
+	if p := l.haltErr.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // Tick runs one tick: measure, apply the previous command, exchange.

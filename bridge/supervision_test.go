@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -359,5 +360,51 @@ func TestAbsentDeviceIsPolled(t *testing.T) {
 	defer p.mu.Unlock()
 	if p.reopens != 6 {
 		t.Errorf("%d reopen attempts, want 6 (5 absent, then back)", p.reopens)
+	}
+}
+
+// A torque-off halt that cannot reach the unplugged device is the stop's
+// outcome: Serve returns an error wrapping ErrHalt and ErrUnreached, so the
+// process exits non-zero; a halt that was applied returns nil.
+func TestHaltOutcomeAtStop(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		halt    plant.HaltPolicy
+		unplug  bool
+		wantErr bool
+	}{
+		{"torque off applied", plant.HaltTorqueOff, false, false},
+		{"hold on an unplugged device", plant.HaltHold, true, false},
+		{"torque off on an unplugged device", plant.HaltTorqueOff, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &armPlant{n: 1, absent: 1 << 30}
+			l := armLink(t, "arm", p, tc.halt)
+			sup := bridge.NewSupervisor(bridge.SupervisorConfig{PollAbsent: 5 * time.Millisecond, Seed: 1})
+			sup.AddLink(l, nil)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- sup.Serve(ctx) }()
+			waitFor(t, "ticks", func() bool { return l.Ticks() > 2 })
+			if tc.unplug {
+				l.DeviceFailed(errors.New("arm: unplugged"))
+				waitFor(t, "degraded", func() bool { return l.State() == bridge.Degraded })
+			}
+			cancel()
+			err := <-done
+			if !tc.wantErr {
+				if err != nil {
+					t.Fatalf("Serve: %v", err)
+				}
+				return
+			}
+			var he *bridge.HaltError
+			if !errors.Is(err, bridge.ErrHalt) || !errors.Is(err, bridge.ErrUnreached) || !errors.As(err, &he) || he.Link != "arm" {
+				t.Fatalf("Serve: %v, want a *HaltError for link arm wrapping ErrUnreached", err)
+			}
+			if calls, _ := p.snapshot(); slices.Contains(calls, "halt torque_off") {
+				t.Fatalf("calls %v: a halt was sent to an unplugged device", calls)
+			}
+		})
 	}
 }

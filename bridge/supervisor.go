@@ -249,10 +249,16 @@ func (s *Supervisor) Serve(ctx context.Context) error {
 	stopServices()
 	svcWG.Wait()
 	// Events emitted while stopping (halt, stopped) are still delivered.
+	var halts []error
 	for _, e := range links {
 		s.drainNow(e)
+		if err := e.link.HaltErr(); err != nil {
+			halts = append(halts, err)
+		}
 	}
-	return nil
+	// A halt that did not reach its robot is the stop's outcome: the
+	// process exits non-zero and says so.
+	return errors.Join(halts...)
 }
 
 // runLink runs one link and its dependencies: the dependencies first, the
@@ -435,18 +441,19 @@ func (s *Supervisor) emit(e *linkEntry, ev Event) {
 }
 
 // Health is nil when every link is handshaking or running and every part
-// that reports its health is healthy; otherwise it says what is wrong,
-// first problem first.
+// that reports its health is healthy; otherwise it lists what is wrong,
+// one problem per line.
 func (s *Supervisor) Health() error {
 	links, services := s.entries()
+	var errs []error
 	for _, e := range links {
 		if st := e.link.State(); st == Degraded || st == Stopped {
-			return fmt.Errorf("link %s is %s", e.link.Name(), st)
+			errs = append(errs, fmt.Errorf("link %s is %s", e.link.Name(), st))
 		}
 		for _, d := range e.deps {
 			if h, ok := d.Service.(HealthReporter); ok {
 				if err := h.Health(); err != nil {
-					return fmt.Errorf("link %s: %w", e.link.Name(), err)
+					errs = append(errs, fmt.Errorf("link %s: %w", e.link.Name(), err))
 				}
 			}
 		}
@@ -454,11 +461,13 @@ func (s *Supervisor) Health() error {
 	for _, p := range services {
 		if h, ok := p.Service.(HealthReporter); ok {
 			if err := h.Health(); err != nil {
-				return fmt.Errorf("%s: %w", p.Name, err)
+				errs = append(errs, fmt.Errorf("%s: %w", p.Name, err))
 			}
 		}
 	}
-	return nil
+	// One problem per line, every one of them: a person reading /healthz
+	// wants the whole list, not the first.
+	return errors.Join(errs...)
 }
 
 // Ticking reports whether every link's loop has run at least n ticks.

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 )
 
@@ -119,6 +121,12 @@ type Lifecycle struct {
 	Alive func() bool
 	// Poll is how often Ready is asked; 0 means 10 ms.
 	Poll time.Duration
+	// Status, if set, says what the service is doing now (what is wrong,
+	// first); after READY=1 it is asked every StatusEvery and sent as
+	// STATUS= whenever it changes, so `systemctl status` tells the truth.
+	Status func() string
+	// StatusEvery: 0 means one second.
+	StatusEvery time.Duration
 }
 
 // Serve runs until ctx is done; it does nothing when no socket is set.
@@ -150,6 +158,40 @@ func (l *Lifecycle) Serve(ctx context.Context) error {
 		}
 	}
 	t.Stop()
+	var wg sync.WaitGroup
+	var statusErr error
+	if l.Status != nil {
+		wg.Go(func() { statusErr = l.serveStatus(ctx) })
+	}
 	w := &Watchdog{N: l.N, Interval: l.Watchdog, Alive: l.Alive}
-	return w.Serve(ctx)
+	err := w.Serve(ctx)
+	wg.Wait()
+	return errors.Join(err, statusErr)
+}
+
+// serveStatus sends STATUS= when Status changes, until ctx is done.
+func (l *Lifecycle) serveStatus(ctx context.Context) error {
+	every := l.StatusEvery
+	if every <= 0 {
+		every = time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	last := ""
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		// A newline would end the assignment early (sd_notify(3)).
+		s := strings.ReplaceAll(l.Status(), "\n", "; ")
+		if s == last {
+			continue
+		}
+		if err := l.N.Send("STATUS=" + s); err != nil {
+			return err
+		}
+		last = s
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -127,5 +128,43 @@ func TestLifecycle(t *testing.T) {
 		} else if got != "WATCHDOG=1" {
 			t.Fatalf("got %q, want STOPPING=1", got)
 		}
+	}
+}
+
+// After READY=1, STATUS= follows what is wrong now: sent when it changes,
+// never repeated while it stays the same, and a newline in it cannot end
+// the assignment.
+func TestLifecycleStatusFollowsChanges(t *testing.T) {
+	c, path := listen(t)
+	var mu sync.Mutex
+	status := "emio: running"
+	set := func(s string) { mu.Lock(); status = s; mu.Unlock() }
+	l := &Lifecycle{N: New(path), Poll: time.Millisecond, StatusEvery: time.Millisecond,
+		Ready:  func() (bool, string) { return true, "1 link(s) ticking" },
+		Status: func() string { mu.Lock(); defer mu.Unlock(); return status }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- l.Serve(ctx) }()
+	if got := read(t, c); got != "READY=1\nSTATUS=1 link(s) ticking" {
+		t.Fatalf("got %q", got)
+	}
+	if got := read(t, c); got != "STATUS=emio: running" {
+		t.Fatalf("got %q", got)
+	}
+	set("emio: handshaking: no Simulink host answers\nmeca500: running")
+	if got := read(t, c); got != "STATUS=emio: handshaking: no Simulink host answers; meca500: running" {
+		t.Fatalf("got %q", got)
+	}
+	set("emio: running")
+	if got := read(t, c); got != "STATUS=emio: running" {
+		t.Fatalf("got %q", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// Nothing but STOPPING=1 after the last change: no repeats.
+	if got := read(t, c); got != "STOPPING=1" {
+		t.Fatalf("got %q, want STOPPING=1 (a status repeated?)", got)
 	}
 }
