@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/labbridge/bridge/simulink"
 )
@@ -28,8 +29,8 @@ type Link struct {
 var _ simulink.Observer = (*Link)(nil)
 
 // linkCollector reports the metrics of one link whose value or layout is
-// specific to that link: histograms with period-derived buckets, the lateness
-// maximum that resets at each scrape, and the link state set.
+// specific to that link: histograms with period-derived buckets, the
+// lateness window, the link state set and the real-time settings.
 type linkCollector struct {
 	lateness, cycle, reply prometheus.Histogram
 	maxDesc, stateDesc     *prometheus.Desc
@@ -40,15 +41,26 @@ type linkCollector struct {
 	leadNs                 atomic.Int64
 	leadOver               atomic.Uint64
 
-	// maxLateNs is the largest lateness since the last Collect. The loop
-	// raises it with a CAS loop; Collect swaps it to 0, so each scrape reports
-	// the maximum of its own window. Several scrapers therefore share windows:
-	// each sees the maximum since whichever scrape came before it.
-	maxLateNs atomic.Int64
+	// window is the lateness of the last minute of ticks, for the maximum
+	// and the quantiles. It is counted in ticks, so a scrape only reads it:
+	// any number of scrapers see the same values.
+	window    *latenessWindow
+	quantDesc *prometheus.Desc
 	// state indexes linkStates. A single atomic makes the state set
 	// consistent: a scrape never sees zero or two states at 1.
 	state atomic.Int32
+
+	// rt is what the loop thread's set-up got, nil until Link.RealTime.
+	rt                           atomic.Pointer[realTime]
+	rtInfoDesc, dmaDesc, memDesc *prometheus.Desc
 }
+
+// quantiles are the values of the quantile label of
+// bridge_loop_lateness_quantile_seconds, in thousandths.
+var quantiles = [...]struct {
+	perMille uint64
+	q        float64
+}{{500, 0.5}, {990, 0.99}, {999, 0.999}}
 
 func newLink(s *Set, name string, period time.Duration) (*Link, error) {
 	constLabels := prometheus.Labels{"link": name}
@@ -68,7 +80,21 @@ func newLink(s *Set, name string, period time.Duration) (*Link, error) {
 		cycle: hist("loop_cycle_duration_seconds", "Work time per loop tick."),
 		reply: hist("link_reply_latency_seconds", "Time from the send of a seq to its reply."),
 		maxDesc: prometheus.NewDesc(prometheus.BuildFQName(namespace, "loop", "lateness_max_seconds"),
-			"Largest loop wake-up lateness since the previous scrape.", nil, constLabels),
+			"Largest send lateness over the last minute of ticks (a sliding window; scrapes do not reset it).", nil, constLabels),
+		// A summary, not a gauge: Prometheus reserves the quantile label
+		// for summaries, and a summary's quantiles are over a sliding
+		// window while its _count and _sum run since the start, as here.
+		quantDesc: prometheus.NewDesc(prometheus.BuildFQName(namespace, "loop", "lateness_quantile_seconds"),
+			"Send lateness quantiles over the last minute of ticks (the window of bridge_loop_lateness_max_seconds), within 1.6 % (log-linear bins, 32 per octave); _count and _sum cover every tick since the start.",
+			nil, constLabels),
+		window: newLatenessWindow(period),
+		rtInfoDesc: prometheus.NewDesc(prometheus.BuildFQName(namespace, "realtime", "info"),
+			"Scheduling of the link's loop thread as its set-up got it; the value is always 1. cpus is empty for a thread not pinned.",
+			[]string{"policy", "priority", "cpus"}, constLabels),
+		dmaDesc: prometheus.NewDesc(prometheus.BuildFQName(namespace, "realtime", "dma_latency_held"),
+			"1 while the link's loop holds /dev/cpu_dma_latency at 0 (no deep C-states), else 0.", nil, constLabels),
+		memDesc: prometheus.NewDesc(prometheus.BuildFQName(namespace, "realtime", "memory_locked"),
+			"1 if the process's memory is locked (mlockall) for the link's loop, else 0.", nil, constLabels),
 		stateDesc: prometheus.NewDesc(prometheus.BuildFQName(namespace, "link", "state"),
 			"Link state as a state set: exactly one state is 1.", []string{"state"}, constLabels),
 	}
@@ -80,7 +106,7 @@ func newLink(s *Set, name string, period time.Duration) (*Link, error) {
 		// Leave no half-made link behind, so the name can be tried again.
 		s.reg.Unregister(c)
 		match := prometheus.Labels{"link": name}
-		for _, v := range []*prometheus.CounterVec{s.ticks, s.overruns, s.lateReplies, s.stateChanges, s.status, s.dropped, s.rejected, s.stale} {
+		for _, v := range []*prometheus.CounterVec{s.ticks, s.overruns, s.lateReplies, s.stateChanges, s.status, s.dropped, s.rejected, s.stale, s.restarts} {
 			v.DeletePartialMatch(match)
 		}
 		s.period.DeletePartialMatch(match)
@@ -107,6 +133,9 @@ func (l *Link) resolve(s *Set, period time.Duration) error {
 	l.rejNonFinite = get(s.rejected, l.name, RejectNonFinite)
 	l.rejClamped = get(s.rejected, l.name, RejectClamped)
 	l.stale = get(s.stale, l.name)
+	// Every link has a plant, which the supervisor reopens as "plant";
+	// Devices adds the others.
+	get(s.restarts, l.name, DevicePlant)
 	for i := range l.status {
 		l.status[i] = get(s.status, l.name, simulink.Status(i).String())
 	}
@@ -129,18 +158,15 @@ func (l *Link) Name() string { return l.name }
 
 func seconds(ns int64) float64 { return float64(max(ns, 0)) / 1e9 }
 
-// ObserveTick records one executed tick: its wake-up lateness and its work
-// time, in nanoseconds. Negative values (an early wake-up) count as 0.
+// ObserveTick records one executed tick: its send lateness and its work
+// time, in nanoseconds. Negative values (an early send) count as 0. It must
+// be called by one goroutine at a time (the loop's): the lateness window has
+// a single writer, which is what lets it go without a lock or a CAS.
 func (l *Link) ObserveTick(latenessNs, workNs int64) {
 	l.ticks.Inc()
 	l.coll.lateness.Observe(seconds(latenessNs))
 	l.coll.cycle.Observe(seconds(workNs))
-	for {
-		cur := l.coll.maxLateNs.Load()
-		if latenessNs <= cur || l.coll.maxLateNs.CompareAndSwap(cur, latenessNs) {
-			return
-		}
-	}
+	l.coll.window.observe(latenessNs)
 }
 
 // ObserveLead records the send gate of a tick (bridge.LeadObserver).
@@ -213,6 +239,22 @@ func (l *Link) SetState(state string) error {
 // State returns the current link state.
 func (l *Link) State() string { return linkStates[l.coll.state.Load()] }
 
+// DevicePlant is the device label of the restarts of a link's plant (the
+// supervisor's reopening of the servos, the arm or the scene); its series
+// exists from the link's creation.
+const DevicePlant = "plant"
+
+// Devices creates at 0 the bridge_device_restarts_total series of the named
+// devices, so that they are exported before their first restart: pass the
+// names of the link's dependencies as the supervisor knows them ("camera",
+// "faults", …). The plant's series exists already. Off the loop thread.
+func (l *Link) Devices(names ...string) {
+	for _, n := range names {
+		// Cannot fail: two labels, valid UTF-8.
+		_, _ = l.restarts.GetMetricWithLabelValues(l.name, strings.ToValidUTF8(n, "\uFFFD"))
+	}
+}
+
 // DeviceRestart counts a reconnection of the named device. It looks the series
 // up by label, so it belongs off the loop thread. Invalid UTF-8 in device is
 // replaced rather than refused: the restart still counts.
@@ -233,15 +275,20 @@ func (c *linkCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.stateDesc
 	ch <- c.leadDesc
 	ch <- c.leadOverDesc
+	ch <- c.quantDesc
+	ch <- c.rtInfoDesc
+	ch <- c.dmaDesc
+	ch <- c.memDesc
 }
 
-// Collect implements prometheus.Collector. It resets the lateness maximum.
+// Collect implements prometheus.Collector. It only reads: scrapes do not
+// disturb each other or the loop.
 func (c *linkCollector) Collect(ch chan<- prometheus.Metric) {
 	c.lateness.Collect(ch)
 	c.cycle.Collect(ch)
 	c.reply.Collect(ch)
 	c.age.Collect(ch)
-	ch <- constMetric(c.maxDesc, seconds(c.maxLateNs.Swap(0)))
+	c.collectWindow(ch)
 	ch <- constMetric(c.leadDesc, seconds(c.leadNs.Load()))
 	if m, err := prometheus.NewConstMetric(c.leadOverDesc, prometheus.CounterValue, float64(c.leadOver.Load())); err == nil {
 		ch <- m
@@ -254,6 +301,29 @@ func (c *linkCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- constMetric(c.stateDesc, v, s)
 	}
+	c.collectRealTime(ch)
+}
+
+// collectWindow reports the lateness window: its maximum, and its quantiles
+// as a summary whose count and sum are the lateness histogram's.
+func (c *linkCollector) collectWindow(ch chan<- prometheus.Metric) {
+	var s windowSnapshot
+	c.window.snapshot(&s)
+	ch <- constMetric(c.maxDesc, seconds(s.max))
+	var h dto.Metric
+	if err := c.lateness.Write(&h); err != nil {
+		ch <- prometheus.NewInvalidMetric(c.quantDesc, err)
+		return
+	}
+	q := make(map[float64]float64, len(quantiles))
+	for _, x := range quantiles {
+		q[x.q] = s.quantile(x.perMille)
+	}
+	m, err := prometheus.NewConstSummary(c.quantDesc, h.GetHistogram().GetSampleCount(), h.GetHistogram().GetSampleSum(), q)
+	if err != nil {
+		m = prometheus.NewInvalidMetric(c.quantDesc, err)
+	}
+	ch <- m
 }
 
 func constMetric(d *prometheus.Desc, v float64, lvs ...string) prometheus.Metric {

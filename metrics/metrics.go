@@ -1,12 +1,17 @@
 // Package metrics defines the Prometheus metrics of the bridge and serves them
 // over HTTP, following docs/realtime.md §9: prefix bridge_, base units
-// (seconds) with the unit suffix, counters ending in _total, a build_info
-// metric, the link state as a state set, histograms with explicit buckets from
-// 10 µs to the loop period plus the period itself.
+// (seconds, celsius) with the unit suffix, counters ending in _total, info
+// metrics ending in _info, a build_info metric, the link state as a state
+// set, histograms with explicit buckets from 10 µs to the loop period plus
+// the period itself, and the send lateness's maximum and quantiles over the
+// last minute of ticks, which scrapes read without resetting.
 //
 // Everything is registered on a registry passed in by the caller, never on the
-// global one. The per-tick and per-packet methods of Link allocate nothing and
-// take no lock, so the loop thread may call them.
+// global one. Every counter series a link can have is created at 0 when its
+// handles are, except what the process cannot know in advance (a robot's
+// 1xxx error codes). The per-tick and per-packet methods of Link allocate
+// nothing and take no lock, so the loop thread may call them; servo readings
+// are pulled at scrape time, off the loop thread.
 package metrics
 
 import (
@@ -160,9 +165,12 @@ func New(reg prometheus.Registerer, info BuildInfo) (*Set, error) {
 // and one HistogramVec has a single bucket layout, so each link gets its own
 // collector whose histograms carry link as a constant label; the registry
 // accepts any number of them side by side because their label values differ.
-// The same collector reports bridge_loop_lateness_max_seconds and
-// bridge_link_state, whose values it computes at scrape time. Counters and the
-// period gauge are children of the Set's vectors, looked up once here.
+// The same collector reports what it computes at scrape time: the lateness
+// window (bridge_loop_lateness_max_seconds and
+// bridge_loop_lateness_quantile_seconds), bridge_link_state and the
+// real-time settings (see Link.RealTime). Counters and the period gauge are
+// children of the Set's vectors, looked up once here, including the
+// restarts of the device "plant".
 func (s *Set) Link(name string, period time.Duration) (*Link, error) {
 	if name == "" || !utf8.ValidString(name) {
 		return nil, fmt.Errorf("%w: link name %q (want non-empty UTF-8)", ErrInvalid, name)

@@ -334,16 +334,28 @@ func TestGatheredMetrics(t *testing.T) {
 		t.Errorf("lateness buckets 2×, 4× hold %d, %d, want 2, 3", lat[n-2].GetCumulativeCount(), lat[n-1].GetCumulativeCount())
 	}
 
-	// The lateness maximum covers one scrape window.
+	// The lateness maximum covers the last minute of ticks, not a scrape
+	// window: another scrape still sees it, and smaller ticks leave it.
 	fams = gather(t, reg)
-	if v := value(series(t, fams, "bridge_loop_lateness_max_seconds", servo)); v != 0 {
-		t.Errorf("lateness max after a second scrape = %v, want 0", v)
+	if v := value(series(t, fams, "bridge_loop_lateness_max_seconds", servo)); v != 2.5e-3 {
+		t.Errorf("lateness max after a second scrape = %v, want 2.5e-3", v)
 	}
 	fast.ObserveTick(70_000, 1)
 	fast.ObserveTick(20_000, 1)
 	fams = gather(t, reg)
-	if v := value(series(t, fams, "bridge_loop_lateness_max_seconds", servo)); v != 70e-6 {
-		t.Errorf("lateness max = %v, want 70e-6", v)
+	if v := value(series(t, fams, "bridge_loop_lateness_max_seconds", servo)); v != 2.5e-3 {
+		t.Errorf("lateness max = %v, want 2.5e-3", v)
+	}
+	// Restarts: the plant's series exists from the start, Devices adds others.
+	if v := value(series(t, fams, "bridge_device_restarts_total", map[string]string{"link": "camera", "device": "plant"})); v != 0 {
+		t.Errorf("camera's plant restarts = %v, want 0", v)
+	}
+	slow.Devices("camera", "faults")
+	fams = gather(t, reg)
+	for _, d := range []string{"plant", "camera", "faults"} {
+		if v := value(series(t, fams, "bridge_device_restarts_total", map[string]string{"link": "camera", "device": d})); v != 0 {
+			t.Errorf("restarts{device=%s} = %v, want 0", d, v)
+		}
 	}
 }
 
@@ -386,6 +398,16 @@ func TestHotPathAllocs(t *testing.T) {
 		{"StaleMeasurement", l.StaleMeasurement},
 		{"Clamped", l.Clamped},
 	}
+	// A 10 s period makes blocks of one tick: every call moves the lateness
+	// window on and clears a whole block.
+	rot, err := s.Link("rotating", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests = append(tests, struct {
+		name string
+		fn   func()
+	}{"ObserveTick rotating the window", func() { n++; rot.ObserveTick(n*1000, n*300) }})
 	for _, tt := range tests {
 		if a := testing.AllocsPerRun(1000, tt.fn); a != 0 {
 			t.Errorf("%s: %v allocations per call, want 0", tt.name, a)
@@ -401,6 +423,21 @@ func TestHotPathAllocs(t *testing.T) {
 func BenchmarkObserveTick(b *testing.B) {
 	_, s := newSetB(b)
 	l, err := s.Link("x", time.Millisecond)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n int64
+	for b.Loop() {
+		n++
+		l.ObserveTick(n&0xffff*100, 200_000)
+	}
+}
+
+// With a 10 s period every tick starts a block and clears a whole one: the
+// lateness window's worst case.
+func BenchmarkObserveTickRotating(b *testing.B) {
+	_, s := newSetB(b)
+	l, err := s.Link("x", 10*time.Second)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -44,25 +44,6 @@ func linkWithTraffic(t *testing.T) string {
 	return startServer(t, reg, nil)
 }
 
-// promtool, Prometheus' own linter, accepts our exposition.
-func TestPromtoolCheckMetrics(t *testing.T) {
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Skip("promtool not found: install Debian package prometheus (apt-get install prometheus)")
-	}
-	base := linkWithTraffic(t)
-	_, body := get(t, base+"/metrics")
-	cmd := exec.Command(promtool, "check", "metrics")
-	cmd.Stdin = strings.NewReader(body)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("promtool check metrics: %v\n%s", err, out)
-	}
-	if len(bytes.TrimSpace(out)) != 0 {
-		t.Errorf("promtool check metrics complains:\n%s", out)
-	}
-}
-
 // A real Prometheus server scrapes /metrics and answers queries on it.
 func TestRealPrometheusScrapes(t *testing.T) {
 	prom, err := exec.LookPath("prometheus")

@@ -28,14 +28,25 @@ type Relay struct {
 // RelayFlags are the values of the flag label of bridge_relay_robot_state.
 var relayFlags = [4]string{"activated", "homed", "error", "paused"}
 
+// Codes whose series exist from the start (docs/meca500.md §3). The safety
+// stops are the Meca500's whole set: PStop1, EStop, PStop2 and 3080–3087.
+// Errors are the 3xxx ones the relay counts (motion error, drive error,
+// torque limit, collision, work zone); a refused command's 1xxx code, of
+// which there are hundreds, gets its series when it first happens.
+var (
+	relayStopCodes  = [...]int{3069, 3070, 3032, 3080, 3081, 3082, 3083, 3084, 3085, 3086, 3087}
+	relayErrorCodes = [...]int{3005, 3006, 3029, 3041, 3049}
+)
+
 // Relay registers the relay metrics of the link called name; age reports
 // how old the robot's newest sample is, in seconds (NaN before one):
 //
 //   - bridge_relay_robot_state{flag}: 1 or 0 for activated, homed, error,
 //     paused, as the robot's last status said;
-//   - bridge_relay_errors_total{code}: errors the robot reported;
+//   - bridge_relay_errors_total{code}: errors the robot reported (the 3xxx
+//     ones at 0 from the start, a 1xxx code from its first time);
 //   - bridge_relay_safety_stops_total{code}: safety-stop events (EStop 3070,
-//     PStop1 3069, connection drop 3086, …);
+//     PStop1 3069, connection drop 3086, …), every code at 0 from the start;
 //   - bridge_relay_reconnects_total: start-ups after the first;
 //   - bridge_relay_watchdog_refreshes_total: ticks that refreshed the
 //     robot's connection watchdog;
@@ -66,6 +77,12 @@ func (s *Set) Relay(name string, age func() float64) (*Relay, error) {
 	}
 	for i, f := range relayFlags {
 		r.flags[i] = r.state.WithLabelValues(f)
+	}
+	for _, c := range relayStopCodes {
+		r.stops.WithLabelValues(strconv.Itoa(c))
+	}
+	for _, c := range relayErrorCodes {
+		r.errs.WithLabelValues(strconv.Itoa(c))
 	}
 	ageFn := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: "relay_sample_age_seconds",
 		Help: "Age of the robot's newest monitoring sample.", ConstLabels: labels}, age)

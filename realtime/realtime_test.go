@@ -364,3 +364,44 @@ func TestRunLocked(t *testing.T) {
 		t.Fatalf("a body that returns: %v", err)
 	}
 }
+
+// Settings say what the thread got, never what was asked: a step that was
+// refused (no privilege) leaves its field at the default, and one that was
+// applied shows.
+func TestSetupThreadSettings(t *testing.T) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
+		th, warns := SetupThread(ThreadConfig{Priority: 10, CPU: 0, DMALatency: true})
+		defer th.Close()
+		refused := func(prefix string) bool {
+			for _, w := range warns {
+				var se *SetupError
+				if errors.As(w, &se) && strings.HasPrefix(se.Setting, prefix) {
+					return true
+				}
+			}
+			return false
+		}
+		got := th.Settings()
+		if want := !refused("SCHED_FIFO"); (got.Policy == "SCHED_FIFO" && got.Priority == 10) != want {
+			t.Errorf("settings %+v with warnings %v", got, warns)
+		}
+		if want := !refused("CPU affinity"); (got.CPU == 0) != want {
+			t.Errorf("settings %+v with warnings %v", got, warns)
+		}
+		if got.DMALatency != th.HoldsDMALatency() || got.LockedMemory {
+			t.Errorf("settings %+v", got)
+		}
+		th.Close()
+		if th.Settings().DMALatency {
+			t.Error("DMA latency still held after Close")
+		}
+	}()
+	<-done
+	var none *Thread
+	if s := none.Settings(); s.Policy != "SCHED_OTHER" || s.CPU != -1 {
+		t.Errorf("nil thread: %+v", s)
+	}
+}

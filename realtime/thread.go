@@ -85,6 +85,33 @@ func (e *SetupError) Unwrap() error { return e.Err }
 // Thread holds what SetupThread acquired for the calling thread.
 type Thread struct {
 	dmaFD int // -1 when not held
+	got   Settings
+}
+
+// Settings are the real-time settings a thread runs with: what SetupThread
+// could apply, not what was asked.
+type Settings struct {
+	// Policy is "SCHED_FIFO" or "SCHED_OTHER".
+	Policy string
+	// Priority is the SCHED_FIFO priority, 0 under SCHED_OTHER.
+	Priority int
+	// CPU is the CPU the thread is pinned to, -1 when it is not.
+	CPU int
+	// LockedMemory: mlockall is in force.
+	LockedMemory bool
+	// DMALatency: the /dev/cpu_dma_latency request is held.
+	DMALatency bool
+}
+
+// Settings returns what the thread runs with now; a nil *Thread runs with
+// nothing.
+func (t *Thread) Settings() Settings {
+	if t == nil {
+		return Settings{Policy: "SCHED_OTHER", CPU: -1}
+	}
+	s := t.got
+	s.DMALatency = t.dmaFD >= 0
+	return s
 }
 
 // SetupThread applies cfg to the calling OS thread. The caller must be a
@@ -104,7 +131,7 @@ func SetupThread(cfg ThreadConfig) (*Thread, []error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, []error{err}
 	}
-	t := &Thread{dmaFD: -1}
+	t := &Thread{dmaFD: -1, got: Settings{Policy: "SCHED_OTHER", CPU: -1}}
 	var warns []error
 	warn := func(setting, fix string, err error) {
 		warns = append(warns, &SetupError{Setting: setting, Fix: fix, Err: err})
@@ -124,11 +151,15 @@ func SetupThread(cfg ThreadConfig) (*Thread, []error) {
 				fix = "the CPU is offline, absent or outside the process's allowed set"
 			}
 			warn(fmt.Sprintf("CPU affinity %d", cfg.CPU), fix, err)
+		} else {
+			t.got.CPU = cfg.CPU
 		}
 	}
 	if cfg.LockMemory {
 		if err := unix.Mlockall(unix.MCL_CURRENT | unix.MCL_FUTURE); err != nil {
 			warn("mlockall", "grant LimitMEMLOCK=infinity or CAP_IPC_LOCK", err)
+		} else {
+			t.got.LockedMemory = true
 		}
 	}
 	if cfg.Priority > 0 {
@@ -144,6 +175,8 @@ func SetupThread(cfg ThreadConfig) (*Thread, []error) {
 				fix = fmt.Sprintf("grant LimitRTPRIO=%d or CAP_SYS_NICE", cfg.Priority)
 			}
 			warn(fmt.Sprintf("SCHED_FIFO priority %d", cfg.Priority), fix, err)
+		} else {
+			t.got.Policy, t.got.Priority = "SCHED_FIFO", cfg.Priority
 		}
 	}
 	if cfg.DMALatency {
