@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -17,24 +19,89 @@ var (
 	ErrArgument = errors.New("dynamixel: bad request")
 )
 
-// TimeoutError is a missing status packet.
+// TimeoutError is a missing status packet: which servo did not answer
+// which instruction in time. errors.Is(err, ErrTimeout) holds.
 type TimeoutError struct {
-	ID      byte
-	Inst    byte
-	Got     int // bytes received before the deadline
+	// ID is the servo whose status did not arrive: the one addressed, or
+	// in a group read the first of the group that did not answer (the
+	// servos after it wait for it, docs/dynamixel.md §6). It is
+	// BroadcastID when the bytes received do not tell which (see Servo).
+	ID   byte
+	Inst byte
+	// Got is the bytes received before the deadline: those of the missing
+	// servo's status, or of the whole reply of a Fast Sync Read.
+	Got     int
 	Timeout time.Duration
+	// Group lists the servos of a group read in the order they answer;
+	// nil for an instruction to one servo.
+	Group []byte
+	// Answered is how many of Group answered in full before ID, the
+	// first that did not; -1 when the bytes received do not tell.
+	Answered int
+}
+
+// Servo returns the servo that did not answer, for a caller that counts
+// failures per servo; ok is false when the reply does not tell (a broadcast,
+// or a Fast Sync Read reply too garbled to count its blocks).
+func (e *TimeoutError) Servo() (id byte, ok bool) {
+	return e.ID, e.ID != BroadcastID
 }
 
 func (e *TimeoutError) Error() string {
-	what := "no status packet"
-	if e.Got > 0 {
-		what = fmt.Sprintf("incomplete status packet (%d bytes)", e.Got)
+	inst := instText(e.Inst)
+	id, known := e.Servo()
+	switch {
+	case !known && e.Group != nil:
+		return fmt.Sprintf("dynamixel: no readable reply to %s from %s within %v (the bytes received do not tell which servo failed)",
+			inst, servoList(e.Group), e.Timeout)
+	case !known:
+		return fmt.Sprintf("dynamixel: no servo answered %s sent to all (ID %d) within %v", inst, BroadcastID, e.Timeout)
 	}
-	return fmt.Sprintf("dynamixel: ID %d, instruction 0x%02X: %s within %v", e.ID, e.Inst, what, e.Timeout)
+	var note []string
+	what := "did not answer " + inst
+	// A Fast Sync Read's bytes are the whole reply's, not this servo's.
+	if e.Got > 0 && e.Inst != InstFastSyncRead {
+		what = "sent an incomplete reply to " + inst
+		note = append(note, fmt.Sprintf("%d bytes", e.Got))
+	}
+	switch {
+	case e.Answered > 0 && e.Answered <= len(e.Group):
+		note = append(note, servoList(e.Group[:e.Answered])+" did")
+	case e.Answered == 0 && len(e.Group) > 1:
+		note = append(note, "nor did "+servoList(e.Group[1:])+", which answer after it")
+	}
+	s := fmt.Sprintf("dynamixel: servo %d %s within %v", id, what, e.Timeout)
+	if len(note) > 0 {
+		s += " (" + strings.Join(note, "; ") + ")"
+	}
+	return s
 }
 
 // Is makes errors.Is(err, ErrTimeout) hold.
 func (e *TimeoutError) Is(target error) bool { return target == ErrTimeout }
+
+// servoList names servos in words: "servo 3", "servos 0 and 1",
+// "servos 1, 2 and 3".
+func servoList(ids []byte) string {
+	switch len(ids) {
+	case 0:
+		return "no servo"
+	case 1:
+		return fmt.Sprintf("servo %d", ids[0])
+	}
+	var b strings.Builder
+	b.WriteString("servos ")
+	for i, id := range ids {
+		switch {
+		case i == len(ids)-1:
+			b.WriteString(" and ")
+		case i > 0:
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Itoa(int(id)))
+	}
+	return b.String()
+}
 
 // BusConfig describes the line, to compute every timeout from the bytes on
 // the wire instead of a fixed guess (docs/dynamixel.md §12.2, §13).
@@ -225,8 +292,19 @@ func (b *Bus) done() {
 	}
 }
 
-// transact sends one instruction and returns the status of id.
+// transact sends one instruction and returns the status of id, with its
+// error byte as an error.
 func (b *Bus) transact(id, inst byte, params []byte, rxData int) (Status, error) {
+	s, err := b.exchange(id, inst, params, rxData)
+	if err != nil {
+		return s, err
+	}
+	return s, s.Error()
+}
+
+// exchange sends one instruction and returns the status of id; its error
+// byte is left to the caller.
+func (b *Bus) exchange(id, inst byte, params []byte, rxData int) (Status, error) {
 	n, err := b.send(id, inst, params)
 	if err != nil {
 		return Status{}, err
@@ -240,8 +318,7 @@ func (b *Bus) transact(id, inst byte, params []byte, rxData int) (Status, error)
 	if len(p.Params) < 1 {
 		return Status{}, &CorruptError{What: "status length", Got: len(p.Params), Want: 1}
 	}
-	s := Status{ID: p.ID, Err: p.Params[0], Data: p.Params[1:]}
-	return s, s.Error()
+	return Status{ID: p.ID, Err: p.Params[0], Data: p.Params[1:]}, nil
 }
 
 // Ping returns the model number and firmware version of id.
@@ -262,21 +339,35 @@ func (b *Bus) Ping(id byte) (model uint16, firmware byte, err error) {
 // Read reads len(dst) bytes from addr of id into dst. A reply with only the
 // Alert bit set fills dst and returns a *StatusError matching ErrAlert.
 func (b *Bus) Read(id byte, addr uint16, dst []byte) error {
+	e, err := b.ReadRaw(id, addr, dst)
+	if err != nil {
+		return err
+	}
+	return StatusErrorOf(id, e)
+}
+
+// ReadRaw is Read for a loop that watches the Alert bit itself: a reply
+// with only the Alert bit set fills dst and returns its error byte with a
+// nil error, so that a servo in alert costs no allocation. An error number
+// is still returned as a *StatusError.
+func (b *Bus) ReadRaw(id byte, addr uint16, dst []byte) (errByte byte, err error) {
 	if id > MaxID || len(dst) == 0 || len(dst) > MaxPacket-minStatus {
-		return fmt.Errorf("%w: read %d bytes at %d from ID %d", ErrArgument, len(dst), addr, id)
+		return 0, fmt.Errorf("%w: read %d bytes at %d from ID %d", ErrArgument, len(dst), addr, id)
 	}
 	p := b.par[:4]
 	binary.LittleEndian.PutUint16(p, addr)
 	binary.LittleEndian.PutUint16(p[2:], uint16(len(dst)))
-	s, err := b.transact(id, InstRead, p, len(dst))
-	if err != nil && !errors.Is(err, ErrAlert) || errors.Is(err, ErrStatus) {
-		return err
-	}
-	if len(s.Data) != len(dst) {
-		return &CorruptError{What: "read reply length", Got: len(s.Data), Want: len(dst)}
+	s, err := b.exchange(id, InstRead, p, len(dst))
+	switch {
+	case err != nil:
+		return 0, err
+	case s.Err&^AlertBit != 0:
+		return s.Err, s.Error()
+	case len(s.Data) != len(dst):
+		return s.Err, &CorruptError{What: "read reply length", Got: len(s.Data), Want: len(dst)}
 	}
 	copy(dst, s.Data)
-	return err
+	return s.Err, nil
 }
 
 // Write writes data at addr of id and waits for its status.

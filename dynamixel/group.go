@@ -10,8 +10,9 @@ import (
 // SyncRead reads size bytes at addr from every ID in ids with one Sync Read
 // (0x82) into dst (len(ids)·size bytes, in ids order) and the error byte of
 // each reply into errs (len(ids)). Replies come in list order and a missing
-// servo silences all later ones (docs/dynamixel.md §6): the error names the
-// first ID that did not answer. It returns how many IDs answered.
+// servo silences all later ones (docs/dynamixel.md §6): a *TimeoutError
+// names the first ID that did not answer and those that did. It returns how
+// many IDs answered.
 func (b *Bus) SyncRead(addr uint16, size int, ids, dst, errs []byte) (int, error) {
 	n, err := b.sendSyncRead(InstSyncRead, addr, size, ids, dst, errs)
 	if err != nil {
@@ -22,7 +23,7 @@ func (b *Bus) SyncRead(addr uint16, size int, ids, dst, errs []byte) (int, error
 	for i, id := range ids {
 		pk, err := b.receive(id, InstSyncRead, deadline, to, true, false)
 		if err != nil {
-			return i, err
+			return i, groupTimeout(err, ids, i)
 		}
 		if len(pk.Params) != 1+size {
 			b.done()
@@ -37,8 +38,11 @@ func (b *Bus) SyncRead(addr uint16, size int, ids, dst, errs []byte) (int, error
 
 // FastSyncRead is SyncRead with Fast Sync Read (0x8A): one reply packet for
 // all IDs (firmware 45+). A servo that does not know it answers with an
-// Instruction Error, returned as a *StatusError matching ErrStatus.
+// Instruction Error, returned as a *StatusError matching ErrStatus. The
+// servos build the reply in list order, so on a timeout the blocks received
+// tell how many answered: the *TimeoutError names the first that did not.
 func (b *Bus) FastSyncRead(addr uint16, size int, ids, dst, errs []byte) (int, error) {
+	corrupt := b.stats.Corrupt
 	n, err := b.sendSyncRead(InstFastSyncRead, addr, size, ids, dst, errs)
 	if err != nil {
 		return 0, err
@@ -50,7 +54,12 @@ func (b *Bus) FastSyncRead(addr uint16, size int, ids, dst, errs []byte) (int, e
 	for {
 		pk, err := b.receive(BroadcastID, InstFastSyncRead, deadline, to, false, true)
 		if err != nil {
-			return 0, err
+			k := -1 // a corrupt frame ate bytes: they no longer tell
+			if b.stats.Corrupt == corrupt {
+				k = b.fastAnswered(ids, size)
+			}
+			// No data is taken from a reply whose final CRC never came.
+			return 0, groupTimeout(err, ids, k)
 		}
 		if pk.ID != BroadcastID {
 			// A unicast status here is a refusal: decode it as one.
@@ -82,6 +91,51 @@ func (b *Bus) FastSyncRead(addr uint16, size int, ids, dst, errs []byte) (int, e
 		b.done()
 		return len(ids), nil
 	}
+}
+
+// fastAnswered counts the servos whose blocks of a Fast Sync Read reply
+// arrived in full, from the bytes receive left in its buffer: they start at
+// the reply's header, then one block [err, id, data(size), crc] per servo
+// in list order (docs/dynamixel.md §6). It is -1 when the bytes do not tell:
+// another packet, or a block of a servo not expected there.
+func (b *Bus) fastAnswered(ids []byte, size int) int {
+	const head = 8 // FF FF FD 00, ID 0xFE, LEN_L, LEN_H, 0x55
+	got := b.rx[:b.rxN]
+	if len(got) > 4 && got[4] != BroadcastID || len(got) > 7 && got[7] != InstStatus {
+		return -1
+	}
+	if len(got) < head {
+		return 0
+	}
+	stride := size + 4
+	k := (len(got) - head) / stride
+	if k >= len(ids) {
+		return -1 // the whole reply came, yet did not parse
+	}
+	for i := range k {
+		if got[head+i*stride+1] != ids[i] {
+			return -1
+		}
+	}
+	return k
+}
+
+// groupTimeout completes a group read's *TimeoutError: the servos asked,
+// and answered of them before the first silent one (-1: unknown). Other
+// errors pass unchanged.
+func groupTimeout(err error, ids []byte, answered int) error {
+	te, ok := err.(*TimeoutError)
+	if !ok {
+		return err
+	}
+	// A copy: the error may outlive the caller's list.
+	te.Group = append([]byte(nil), ids...)
+	if answered < 0 || answered >= len(ids) {
+		te.ID, te.Answered = BroadcastID, -1
+		return te
+	}
+	te.ID, te.Answered = ids[answered], answered
+	return te
 }
 
 // sendSyncRead checks a group read and sends its instruction (Sync Read and
@@ -156,6 +210,13 @@ func (b *Bus) BulkRead(items []BulkItem) (int, error) {
 	for i := range items {
 		pk, err := b.receive(items[i].ID, InstBulkRead, deadline, to, true, false)
 		if err != nil {
+			if _, ok := err.(*TimeoutError); ok {
+				ids := make([]byte, len(items))
+				for j, it := range items {
+					ids[j] = it.ID
+				}
+				err = groupTimeout(err, ids, i)
+			}
 			return i, err
 		}
 		if len(pk.Params) != 1+len(items[i].Data) {
@@ -237,8 +298,34 @@ func (g *Group) Fast() (bool, error) { return g.fast, g.reject }
 func (g *Group) Errs() []byte { return g.errs }
 
 // ReadInt32 reads the 4-byte item at addr of every servo, sign-extended,
-// into dst (one per ID).
+// into dst (one per ID). A servo's error byte comes back as a *StatusError
+// (the first one set); with only the Alert bit the values are valid all the
+// same.
 func (g *Group) ReadInt32(addr uint16, dst []int32) error {
+	if err := g.read(addr, dst); err != nil {
+		return err
+	}
+	return g.alert()
+}
+
+// ReadInt32Raw is ReadInt32 for a loop that watches the Alert bits itself
+// (in Errs): they are not errors, so a servo in alert costs no allocation.
+// An error number is still returned as a *StatusError.
+func (g *Group) ReadInt32Raw(addr uint16, dst []int32) error {
+	if err := g.read(addr, dst); err != nil {
+		return err
+	}
+	for i, e := range g.errs {
+		if e&^AlertBit != 0 {
+			return StatusErrorOf(g.ids[i], e)
+		}
+	}
+	return nil
+}
+
+// read runs the group read and decodes the values; the servos' error bytes
+// stay in Errs.
+func (g *Group) read(addr uint16, dst []int32) error {
 	if len(dst) != len(g.ids) {
 		return fmt.Errorf("%w: %d values for %d IDs", ErrArgument, len(dst), len(g.ids))
 	}
@@ -251,14 +338,14 @@ func (g *Group) ReadInt32(addr uint16, dst []int32) error {
 			return err
 		} else {
 			decodeInt32(g.raw, dst)
-			return g.alert()
+			return nil
 		}
 	}
 	if _, err := g.bus.SyncRead(addr, 4, g.ids, g.raw, g.errs); err != nil {
 		return err
 	}
 	decodeInt32(g.raw, dst)
-	return g.alert()
+	return nil
 }
 
 // WriteInt32 writes src (one per ID) to the 4-byte item at addr with one

@@ -31,6 +31,54 @@ const (
 	InstFastBulkRead byte = 0x9A
 )
 
+// InstructionName returns the eManual's name of an instruction code ("Fast
+// Sync Read", docs/dynamixel.md §5), or "" for a code Protocol 2.0 does not
+// define.
+func InstructionName(inst byte) string {
+	switch inst {
+	case InstPing:
+		return "Ping"
+	case InstRead:
+		return "Read"
+	case InstWrite:
+		return "Write"
+	case InstRegWrite:
+		return "Reg Write"
+	case InstAction:
+		return "Action"
+	case InstFactoryReset:
+		return "Factory Reset"
+	case InstReboot:
+		return "Reboot"
+	case InstClear:
+		return "Clear"
+	case InstStatus:
+		return "Status"
+	case InstSyncRead:
+		return "Sync Read"
+	case InstSyncWrite:
+		return "Sync Write"
+	case InstFastSyncRead:
+		return "Fast Sync Read"
+	case InstBulkRead:
+		return "Bulk Read"
+	case InstBulkWrite:
+		return "Bulk Write"
+	case InstFastBulkRead:
+		return "Fast Bulk Read"
+	}
+	return ""
+}
+
+// instText names an instruction in an error: "Fast Sync Read (0x8A)", or
+// "instruction 0x42" for an unknown code.
+func instText(inst byte) string {
+	if n := InstructionName(inst); n != "" {
+		return fmt.Sprintf("%s (0x%02X)", n, inst)
+	}
+	return fmt.Sprintf("instruction 0x%02X", inst)
+}
+
 const (
 	// BroadcastID addresses every servo on the bus.
 	BroadcastID byte = 0xFE

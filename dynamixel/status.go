@@ -5,9 +5,10 @@ import (
 	"fmt"
 )
 
-// alertBit of the status error byte: the servo has a hardware error (read
-// Hardware Error Status); the data of the reply is still valid.
-const alertBit = 0x80
+// AlertBit of a status's error byte (docs/dynamixel.md §4): the servo has
+// a hardware error (read Hardware Error Status); the data of the reply is
+// still valid. It stays set until the error is cleared by a reboot.
+const AlertBit byte = 0x80
 
 var (
 	// ErrStatus is matched by every *StatusError that carries an error number.
@@ -32,7 +33,7 @@ func StatusErrorOf(id, errByte byte) error {
 	if errByte == 0 {
 		return nil
 	}
-	return &StatusError{ID: id, Code: errByte &^ alertBit, Alert: errByte&alertBit != 0}
+	return &StatusError{ID: id, Code: errByte &^ AlertBit, Alert: errByte&AlertBit != 0}
 }
 
 func (e *StatusError) Error() string {

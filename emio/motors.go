@@ -68,8 +68,51 @@ type Config struct {
 	// device counts as failed; meanwhile the last positions are held. A lone
 	// late reply then costs a tick, not a reopen. 0 means 3.
 	MaxMisses int
-	// Logger receives the open sequence and alerts (never the loop).
+	// StatusEvery is how many ticks (Measure calls) pass between two status
+	// reads, each one register of one servo after the group read: never
+	// more than one extra transaction in a tick (see Servos). 0 means
+	// max(1, 30/len(IDs)): each servo's temperature about once a second at
+	// emioapi's 30 Hz (docs/simulink-udp.md §7); a link at another rate
+	// wants rate/len(IDs). Negative turns status reads off.
+	StatusEvery int
+	// Logger receives the open sequence (never the loop).
 	Logger *slog.Logger
+}
+
+// ServoStatus is what the ticks learnt about one servo, for a watcher off
+// the tick (Motors.Servos).
+type ServoStatus struct {
+	ID byte
+	// TemperatureC is Present Temperature (address 146) and LimitC
+	// Temperature Limit (address 31), in °C; NaN until read.
+	TemperatureC, LimitC float64
+	// HardwareError is Hardware Error Status (address 70), read when the
+	// servo raises its Alert bit and again every round while it lasts; 0
+	// once the Alert bit is gone (it mirrors a non-zero status,
+	// docs/dynamixel.md §4).
+	HardwareError dynamixel.HardwareError
+	// Alerts counts the servo's replies that carried the Alert bit.
+	Alerts uint64
+	// MissedReads counts the position reads the servo spoilt: it was the
+	// first of the group not to answer (those after it wait for it,
+	// docs/dynamixel.md §6), or it answered with an error number. A failed
+	// read that names no servo (a corrupt reply) counts for every servo.
+	MissedReads uint64
+	// StatusErrors counts the servo's status reads that failed; the values
+	// read before are kept.
+	StatusErrors uint64
+	// Alerting is true while the servo's replies carry the Alert bit.
+	Alerting bool
+}
+
+// servoState is one servo's ServoStatus, written by the tick and read from
+// any goroutine.
+type servoState struct {
+	tempC, limitC  atomic.Int32 // -1 until read
+	hw             atomic.Uint32
+	alerts, missed atomic.Uint64
+	statusErrs     atomic.Uint64
+	alerting       atomic.Bool
 }
 
 var (
@@ -94,9 +137,6 @@ type Motors struct {
 	q      []float64
 	minP   int32
 	maxP   int32
-	alert  atomic.Pointer[Alert]
-	alerts atomic.Uint64
-	diag   [1]byte
 	misses int
 	missed atomic.Uint64
 	ready  interface{ Ready() bool } // the marker source's, when it has one
@@ -104,6 +144,17 @@ type Motors struct {
 	latcher markerLatcher
 
 	measureLen int
+
+	// servos is what Servos reports, one per ID, in IDs order.
+	servos []servoState
+	// The status reads' schedule: the tick's own, no atomics.
+	statusEvery int
+	sinceStatus int
+	rr          int    // the round robin's next servo
+	limitRead   []bool // Temperature Limit read since open
+	hwDue       []bool // Hardware Error Status to read
+	alerting    []bool // the last reply carried the Alert bit
+	reg         [1]byte
 }
 
 // New checks cfg; nothing is opened until Open.
@@ -136,8 +187,18 @@ func New(cfg Config) (*Motors, error) {
 	if cfg.MaxMisses <= 0 {
 		cfg.MaxMisses = 3
 	}
-	m := &Motors{cfg: cfg, log: cfg.Logger, pulses: make([]int32, len(cfg.IDs)), q: make([]float64, len(cfg.IDs)),
-		minP: 0, maxP: 4095, measureLen: Layout(cfg.Markers, len(cfg.IDs)).MeasureLen()}
+	if cfg.StatusEvery == 0 {
+		cfg.StatusEvery = max(1, 30/len(cfg.IDs))
+	}
+	n := len(cfg.IDs)
+	m := &Motors{cfg: cfg, log: cfg.Logger, pulses: make([]int32, n), q: make([]float64, n),
+		minP: 0, maxP: 4095, measureLen: Layout(cfg.Markers, n).MeasureLen(),
+		servos: make([]servoState, n), statusEvery: cfg.StatusEvery,
+		limitRead: make([]bool, n), hwDue: make([]bool, n), alerting: make([]bool, n)}
+	for i := range m.servos {
+		m.servos[i].tempC.Store(-1)
+		m.servos[i].limitC.Store(-1)
+	}
 	if cfg.Mode == dynamixel.ModeExtendedPosition {
 		m.minP, m.maxP = -1048575, 1048575
 	}
@@ -273,6 +334,11 @@ func (m *Motors) setup(ctx context.Context, port dynamixel.Port, bc dynamixel.Bu
 		}
 	}
 	m.port, m.bus, m.group, m.misses = port, bus, g, 0
+	// The limits are read again (EEPROM someone may have changed), and the
+	// error of a servo still in alert.
+	m.sinceStatus, m.rr = 0, 0
+	clear(m.limitRead)
+	copy(m.hwDue, m.alerting)
 	isFast, _ := g.Fast()
 	m.log.Info("emio: motors ready", "ids", fmt.Sprint(m.cfg.IDs), "mode", m.cfg.Mode.String(), "fast_sync_read", isFast,
 		"still_holding", holding)
@@ -302,7 +368,8 @@ func (m *Motors) holding(bus *dynamixel.Bus) (bool, error) {
 
 // Measure implements plant.Plant: markers, then the motor angles (rad,
 // emioapi's convention). A hardware alert does not fail the tick: the
-// positions are valid; the alert is kept for Alert.
+// positions are valid; the alert is recorded for Servos. Every StatusEvery
+// ticks one status register is read after the positions (statusTick).
 func (m *Motors) Measure(dst []float64) error {
 	if m.group == nil {
 		return ErrClosed
@@ -310,24 +377,26 @@ func (m *Motors) Measure(dst []float64) error {
 	if len(dst) != m.MeasureLen() {
 		return fmt.Errorf("emio: measure buffer of %d values, want %d", len(dst), m.MeasureLen())
 	}
-	if err := m.group.ReadInt32(dynamixel.AddrPresentPosition, m.pulses); err != nil {
-		var se *dynamixel.StatusError
-		switch {
-		case errors.As(err, &se) && se.Code == 0:
-			m.noteAlert(se) // the positions are valid
-		case errors.Is(err, dynamixel.ErrPort):
+	// The raw read leaves the Alert bits in Errs: no error value, no
+	// allocation, while a servo stays in alert.
+	if err := m.group.ReadInt32Raw(dynamixel.AddrPresentPosition, m.pulses); err != nil {
+		if errors.Is(err, dynamixel.ErrPort) {
 			return err // unplugged: no point waiting
-		default:
-			// A missed or corrupt reply: hold the last positions for a
-			// few ticks before giving up on the device.
-			m.missed.Add(1)
-			if m.misses++; m.misses >= m.cfg.MaxMisses {
-				m.misses = 0
-				return err
-			}
+		}
+		// A missed or corrupt reply: hold the last positions for a few
+		// ticks before giving up on the device.
+		m.missed.Add(1)
+		m.blame(err)
+		if m.misses++; m.misses >= m.cfg.MaxMisses {
+			m.misses = 0
+			return err
 		}
 	} else {
 		m.misses = 0
+		for i, e := range m.group.Errs() {
+			m.noteReply(i, e)
+		}
+		m.statusTick()
 	}
 	n := len(dst) - len(m.q) // the markers come first (Layout)
 	for i, p := range m.pulses {
@@ -340,6 +409,129 @@ func (m *Motors) Measure(dst []float64) error {
 		clear(dst[:n])
 	}
 	return nil
+}
+
+// blame counts a failed position read against the servo that spoilt it:
+// the first that did not answer, or one that answered with an error
+// number. A failure that names none counts for every servo.
+func (m *Motors) blame(err error) {
+	var te *dynamixel.TimeoutError
+	var se *dynamixel.StatusError
+	id, known := byte(0), false
+	switch {
+	case errors.As(err, &te):
+		id, known = te.Servo()
+	case errors.As(err, &se):
+		id, known = se.ID, true
+	}
+	for i := range m.servos {
+		if !known || m.cfg.IDs[i] == id {
+			m.servos[i].missed.Add(1)
+		}
+	}
+}
+
+// noteReply records the error byte of servo i's reply: the alerts, and
+// the start and end of an alert.
+func (m *Motors) noteReply(i int, errByte byte) {
+	s := &m.servos[i]
+	alert := errByte&dynamixel.AlertBit != 0
+	if alert {
+		s.alerts.Add(1)
+	}
+	switch {
+	case alert && !m.alerting[i]:
+		m.alerting[i], m.hwDue[i] = true, true
+		s.alerting.Store(true)
+	case !alert && m.alerting[i]:
+		// The Alert bit is Hardware Error Status ≠ 0 (docs/dynamixel.md
+		// §4): its end says the status is 0 without a read.
+		m.alerting[i], m.hwDue[i] = false, false
+		s.hw.Store(0)
+		s.alerting.Store(false)
+	}
+}
+
+// statusTick runs the status read of every StatusEvery-th tick.
+func (m *Motors) statusTick() {
+	if m.statusEvery < 0 {
+		return
+	}
+	if m.sinceStatus++; m.sinceStatus < m.statusEvery {
+		return
+	}
+	m.sinceStatus = 0
+	i, addr := m.nextStatus()
+	s := &m.servos[i]
+	errByte, err := m.bus.ReadRaw(m.cfg.IDs[i], addr, m.reg[:])
+	if err != nil {
+		// Never the tick's failure: counted, the old value kept, the
+		// register read again in its turn (an alert's error at once).
+		s.statusErrs.Add(1)
+		if addr == dynamixel.AddrHardwareErrorStatus && m.alerting[i] {
+			m.hwDue[i] = true
+		}
+		return
+	}
+	m.noteReply(i, errByte)
+	v := m.reg[0]
+	switch addr {
+	case dynamixel.AddrPresentTemperature:
+		s.tempC.Store(int32(v))
+	case dynamixel.AddrTemperatureLimit:
+		s.limitC.Store(int32(v))
+		m.limitRead[i] = true
+	case dynamixel.AddrHardwareErrorStatus:
+		if m.alerting[i] {
+			s.hw.Store(uint32(v))
+		}
+	}
+}
+
+// nextStatus picks the register of this status read: first the Hardware
+// Error Status of a servo whose alert began, or goes on into a new round;
+// else the round robin over the servos, each one's Temperature Limit once
+// after open and then its Present Temperature.
+func (m *Motors) nextStatus() (int, uint16) {
+	for i, due := range m.hwDue {
+		if due {
+			m.hwDue[i] = false
+			return i, dynamixel.AddrHardwareErrorStatus
+		}
+	}
+	i := m.rr
+	if !m.limitRead[i] {
+		return i, dynamixel.AddrTemperatureLimit // its temperature comes next
+	}
+	if m.rr++; m.rr == len(m.servos) {
+		m.rr = 0
+		copy(m.hwDue, m.alerting)
+	}
+	return i, dynamixel.AddrPresentTemperature
+}
+
+// Servos appends each servo's status to dst, in IDs order, and returns it;
+// it allocates nothing when dst has room. Safe from any goroutine while
+// the loop runs.
+func (m *Motors) Servos(dst []ServoStatus) []ServoStatus {
+	for i, id := range m.cfg.IDs {
+		s := &m.servos[i]
+		dst = append(dst, ServoStatus{
+			ID: id, TemperatureC: celsius(s.tempC.Load()), LimitC: celsius(s.limitC.Load()),
+			HardwareError: dynamixel.HardwareError(s.hw.Load()),
+			Alerts:        s.alerts.Load(), MissedReads: s.missed.Load(), StatusErrors: s.statusErrs.Load(),
+			Alerting: s.alerting.Load(),
+		})
+	}
+	return dst
+}
+
+// celsius is a register's reading, NaN while unread (negative).
+func celsius(v int32) float64 {
+	if v < 0 {
+		return math.NaN()
+	}
+	return float64(v)
 }
 
 // Latch implements plant.Latcher: the link calls it right before the
@@ -363,46 +555,9 @@ func (m *Motors) Ready() bool {
 	return m.ready == nil || m.ready.Ready()
 }
 
-// Alert is a servo's hardware alert with what it reported.
-type Alert struct {
-	ID           byte
-	Hardware     dynamixel.HardwareError // Hardware Error Status (address 70)
-	TemperatureC int                     // Present Temperature (address 146); -1 when it could not be read
-	LimitC       int                     // Temperature Limit (address 31); -1 when it could not be read
-	Err          error                   // set when part of the diagnosis could not be read
-}
-
-// noteAlert reads why a servo raised its alert, once until Alert is called:
-// a rare event, so the extra transactions are worth a late tick.
-func (m *Motors) noteAlert(se *dynamixel.StatusError) {
-	m.alerts.Add(1)
-	if m.alert.Load() != nil {
-		return
-	}
-	a := &Alert{ID: se.ID}
-	read := func(addr uint16) int {
-		if err := m.bus.Read(se.ID, addr, m.diag[:]); err != nil && !errors.Is(err, dynamixel.ErrAlert) {
-			a.Err = err
-			return -1 // never a stale byte of the previous read
-		}
-		return int(m.diag[0])
-	}
-	if hw := read(dynamixel.AddrHardwareErrorStatus); hw >= 0 {
-		a.Hardware = dynamixel.HardwareError(hw)
-	}
-	a.TemperatureC = read(dynamixel.AddrPresentTemperature)
-	a.LimitC = read(dynamixel.AddrTemperatureLimit)
-	m.alert.Store(a)
-}
-
-// Missed returns how many reads went unanswered in all.
+// Missed returns how many position reads went unanswered in all (Servos
+// tells which servo spoilt them).
 func (m *Motors) Missed() uint64 { return m.missed.Load() }
-
-// Alert returns the first hardware alert seen since the last call (nil when
-// none), and how many replies carried one in all. Safe from any goroutine.
-func (m *Motors) Alert() (*Alert, uint64) {
-	return m.alert.Swap(nil), m.alerts.Load()
-}
 
 // Command implements plant.Plant: goal positions from angles. NaN, ±Inf and
 // angles beyond the pulse range are refused whole; pulses are clamped to the

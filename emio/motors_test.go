@@ -3,11 +3,7 @@ package emio_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"math"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +17,12 @@ import (
 // rig is the Emio plant on four simulated servos over the in-memory port.
 func rig(t testing.TB, edit func(*dxlsim.BusConfig)) (*emio.Motors, *dxlsim.Bus) {
 	t.Helper()
+	return rigWith(t, edit, nil)
+}
+
+// rigWith is rig with the plant's configuration edited too.
+func rigWith(t testing.TB, edit func(*dxlsim.BusConfig), editCfg func(*emio.Config, *dxlsim.Bus)) (*emio.Motors, *dxlsim.Bus) {
+	t.Helper()
 	bc := dxlsim.DefaultBusConfig()
 	if edit != nil {
 		edit(&bc)
@@ -33,11 +35,15 @@ func rig(t testing.TB, edit func(*dxlsim.BusConfig)) (*emio.Motors, *dxlsim.Bus)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := emio.New(emio.Config{
+	cfg := emio.Config{
 		IDs: []byte{0, 1, 2, 3}, Mode: dynamixel.ModePosition, ProfileVelocity: 1000, Markers: 1, Source: lm, Fast: true,
 		Bus:  dynamixel.BusConfig{Baud: 1000000, LatencyTimer: time.Millisecond, Margin: 5 * time.Millisecond},
 		Open: func() (dynamixel.Port, error) { return dxlsim.NewPipe(sb), nil },
-	})
+	}
+	if editCfg != nil {
+		editCfg(&cfg, sb)
+	}
+	m, err := emio.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,8 +148,8 @@ func TestMissingServo(t *testing.T) {
 	}
 }
 
-// An overheat alert keeps the data, is reported, and the servo's torque is
-// off as the firmware forces it.
+// An overheat alert keeps the data, is recorded for the servo, and the
+// servo's torque is off as the firmware forces it.
 func TestOverheatAlert(t *testing.T) {
 	m, sb := rig(t, nil)
 	if err := sb.ForceOverheat(1); err != nil {
@@ -153,12 +159,9 @@ func TestOverheatAlert(t *testing.T) {
 	if err := m.Measure(y); err != nil {
 		t.Fatalf("an alert failed the measure: %v", err)
 	}
-	a, n := m.Alert()
-	if a == nil || a.ID != 1 || !a.Hardware.Has(dynamixel.HWOverheating) || a.TemperatureC <= 0 || a.LimitC != 80 || a.Err != nil || n == 0 {
-		t.Fatalf("alert %+v (%d)", a, n)
-	}
-	if again, _ := m.Alert(); again != nil {
-		t.Errorf("the alert was reported twice: %+v", again)
+	st := m.Servos(nil)
+	if !st[1].Alerting || st[1].Alerts == 0 || st[0].Alerting || st[0].Alerts != 0 {
+		t.Fatalf("status %+v", st)
 	}
 	if sb.Servo(1).Value(dynamixel.ItemTorqueEnable) != 0 {
 		t.Error("torque still on after overheating")
@@ -282,42 +285,5 @@ func TestReopenAfterTorqueOffHolds(t *testing.T) {
 		if g, p := s.Value(dynamixel.ItemGoalPosition), s.Value(dynamixel.ItemPresentPosition); g != p {
 			t.Errorf("servo %d: goal %d, present %d: it would jump", s.ID(), g, p)
 		}
-	}
-}
-
-// An overheating servo is reported by the alert service, with its ID,
-// hardware error and temperatures, while the loop only records it.
-func TestAlertReporterLogs(t *testing.T) {
-	m, sb := rig(t, nil)
-	// A file: safe to write from the reporter and read from the test.
-	logs, err := os.Create(filepath.Join(t.TempDir(), "log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	logged := func() string { b, _ := os.ReadFile(logs.Name()); return string(b) }
-	r := &emio.AlertReporter{Motors: m, Logger: slog.New(slog.NewJSONHandler(logs, nil)), Every: time.Millisecond}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Serve(ctx) }()
-	if err := sb.ForceOverheat(2); err != nil {
-		t.Fatal(err)
-	}
-	y := make([]float64, m.MeasureLen())
-	if err := m.Measure(y); err != nil { // the tick records the alert
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(logged(), "servo hardware alert") {
-		if time.Now().After(deadline) {
-			t.Fatal("no alert logged")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if s := logged(); !strings.Contains(s, `"id":2`) || !strings.Contains(s, `"hardware_error":"overheating"`) || !strings.Contains(s, `"temperature_limit_c":80`) {
-		t.Errorf("alert log:\n%s", s)
 	}
 }

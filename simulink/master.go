@@ -25,9 +25,11 @@ const (
 	DefaultHandshakeInterval = 50 * time.Millisecond
 	DefaultMaxTimeouts       = 3
 	DefaultMaxDesyncs        = 5
-	// DefaultRecvBuffer keeps room for a handful of datagrams only, so that
-	// a backlog is dropped by the kernel rather than replayed (docs/realtime.md §7.2).
-	DefaultRecvBuffer = 4096
+	// DefaultRecvBuffer holds about a hundred small replies: a burst after
+	// a stall of the bridge (80 ms at 1 kHz) is read, not lost, while a
+	// flood still overflows it, and is counted (DropKernel); stale replies
+	// that are read are dropped by seq (docs/realtime.md §7.2).
+	DefaultRecvBuffer = 64 << 10
 )
 
 // sendRing is how many past send times are kept to measure the latency of
@@ -60,7 +62,11 @@ type MasterConfig struct {
 	// MaxTimeouts and MaxDesyncs are the consecutive counts that start a
 	// re-handshake (3 and 5).
 	MaxTimeouts, MaxDesyncs int
-	// RecvBuffer is SO_RCVBUF of the reply socket in bytes; 0 = default.
+	// RecvBuffer is the receive buffer of the reply socket in bytes (0 =
+	// the system's). It is asked with SO_RCVBUFFORCE where the process may
+	// (root, CAP_NET_ADMIN), else with SO_RCVBUF, which net.core.rmem_max
+	// caps; ReplySocket tells what the kernel granted. Datagrams that find
+	// it full are dropped and counted as DropKernel.
 	RecvBuffer int
 	// PinPartner accepts, after a handshake, replies only from the source
 	// port that completed it, until the next handshake: another program on
@@ -132,6 +138,26 @@ type MasterStats struct {
 	LastStatus   Status
 	Consecutive  int64 // current run of timeouts or desyncs
 	ReceiveError uint64
+	// Received counts the datagrams read from the reply socket, used or
+	// dropped; Received + Dropped[DropKernel] is what reached the host.
+	Received uint64
+}
+
+// ReplySocket is what the kernel granted the reply socket, read once when
+// the master opens it.
+type ReplySocket struct {
+	// BufferAsked is MasterConfig.RecvBuffer (0: the system's default).
+	BufferAsked int
+	// Buffer is the receive buffer in bytes as getsockopt(SO_RCVBUF) reads
+	// it: the kernel caps the value asked at net.core.rmem_max (unless
+	// Forced) and doubles it for its bookkeeping (socket(7)), so 4096 asked
+	// reads 8192. It bounds the bytes queued, overhead included.
+	Buffer int
+	// Forced is true when SO_RCVBUFFORCE set it, past net.core.rmem_max.
+	Forced bool
+	// KernelDrops is true when the kernel reports its drops (SO_RXQ_OVFL),
+	// counted as DropKernel.
+	KernelDrops bool
 }
 
 // Master is the clock-master side of the emioapi protocol (docs/simulink-udp.md
@@ -147,6 +173,7 @@ type Master struct {
 	cfg   MasterConfig
 	clock Clock
 	obs   Observer
+	dropN DropCounter // obs, when it takes many drops at once
 
 	tx, rx     *rawSocket
 	remoteSA   unix.Sockaddr
@@ -169,11 +196,13 @@ type Master struct {
 	desyncs    int
 	nextHS     int64
 	sendTimes  [sendRing]int64
+	kernelSeen uint32 // the kernel's drop count the last datagram carried
 
 	st struct {
 		seq, latency, consec             atomic.Int64
 		synced                           atomic.Bool
 		sent, sendErr, hs, late, recvErr atomic.Uint64
+		received                         atomic.Uint64
 		last                             atomic.Uint32
 		status                           [NumStatus]atomic.Uint64
 		dropped                          [NumDropReason]atomic.Uint64
@@ -189,11 +218,11 @@ func NewMaster(cfg MasterConfig, clock Clock, obs Observer) (*Master, error) {
 		obs = NopObserver{}
 	}
 	v6 := cfg.Remote.Addr().Unmap().Is6()
-	tx, err := openSocket(cfg.Bind, v6, 0)
+	tx, err := openSocket(cfg.Bind, v6, false, 0)
 	if err != nil {
 		return nil, err
 	}
-	rx, err := openSocket(cfg.Listen, v6, cfg.RecvBuffer)
+	rx, err := openSocket(cfg.Listen, v6, true, cfg.RecvBuffer)
 	if err != nil {
 		tx.close()
 		return nil, err
@@ -208,6 +237,7 @@ func NewMaster(cfg MasterConfig, clock Clock, obs Observer) (*Master, error) {
 		vals:       make([]float64, cfg.CommandLen),
 		pending:    make([]float64, cfg.CommandLen),
 	}
+	m.dropN, _ = obs.(DropCounter)
 	zeros := make([]float64, cfg.MeasureLen)
 	if _, err := MarshalTo(m.hsPkt, HandshakeSeq, zeros); err != nil {
 		m.Close()
@@ -227,6 +257,12 @@ func (m *Master) LocalAddr() (netip.AddrPort, error) { return m.tx.localAddr() }
 
 // ListenAddr returns the bound address replies arrive on.
 func (m *Master) ListenAddr() (netip.AddrPort, error) { return m.rx.localAddr() }
+
+// ReplySocket returns what the kernel granted the reply socket: the
+// receive buffer and whether its drops are counted. Safe from any goroutine.
+func (m *Master) ReplySocket() ReplySocket {
+	return ReplySocket{BufferAsked: m.cfg.RecvBuffer, Buffer: m.rx.rcvbuf, Forced: m.rx.forced, KernelDrops: m.rx.rxqOvfl}
+}
 
 // Lens returns the payload lengths of measurements and commands.
 func (m *Master) Lens() (measure, command int) { return m.cfg.MeasureLen, m.cfg.CommandLen }
@@ -455,7 +491,7 @@ func (m *Master) await(ns int64) bool {
 // Datagrams from other hosts are dropped here.
 func (m *Master) next() (int, bool) {
 	for {
-		n, match, ok, err := m.rx.recv(m.in, m.remoteAddr)
+		n, match, ok, err := m.recv()
 		if err != nil {
 			m.st.recvErr.Add(1)
 			return 0, false
@@ -499,10 +535,41 @@ func (m *Master) drop(r DropReason) {
 	m.obs.Dropped(r)
 }
 
+// dropMany counts n drops at once: one call for the observer whatever n.
+func (m *Master) dropMany(r DropReason, n uint64) {
+	m.st.dropped[r].Add(n)
+	if m.dropN != nil {
+		m.dropN.DroppedN(r, n)
+		return
+	}
+	for range min(n, MaxDroppedCalls) {
+		m.obs.Dropped(r)
+	}
+}
+
+// recv reads one queued datagram into m.in and counts it, with the drops
+// the kernel reports alongside.
+func (m *Master) recv() (n int, match, ok bool, err error) {
+	n, match, ok, err = m.rx.recv(m.in, m.remoteAddr)
+	if !ok {
+		return n, match, ok, err
+	}
+	m.st.received.Add(1)
+	if c, has := rxqOverflow(m.rx.control()); has {
+		// The count is the socket's total: the step since the last one
+		// is new. uint32 arithmetic carries it across a wrap.
+		if d := c - m.kernelSeen; d != 0 {
+			m.kernelSeen = c
+			m.dropMany(DropKernel, uint64(d))
+		}
+	}
+	return n, match, ok, err
+}
+
 // flush discards every queued datagram.
 func (m *Master) flush() {
 	for {
-		_, _, ok, err := m.rx.recv(m.in, m.remoteAddr)
+		_, _, ok, err := m.recv()
 		if err != nil || !ok {
 			return
 		}
@@ -523,6 +590,7 @@ func (m *Master) Stats() MasterStats {
 	s.LastStatus = Status(m.st.last.Load())
 	s.Consecutive = m.st.consec.Load()
 	s.ReceiveError = m.st.recvErr.Load()
+	s.Received = m.st.received.Load()
 	for i := range s.Status {
 		s.Status[i] = m.st.status[i].Load()
 	}

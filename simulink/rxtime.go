@@ -22,8 +22,9 @@ const (
 	// kernelTimespecLen is struct __kernel_timespec of SO_TIMESTAMPNS_NEW:
 	// two 64-bit values on every platform.
 	kernelTimespecLen = 16
-	// rxOOBLen holds one timestamp message with room to spare, should the
-	// kernel add another (it reports MSG_CTRUNC and we lose only that one).
+	// rxOOBLen holds one timestamp or drop-count message with room to
+	// spare, should the kernel add another (it reports MSG_CTRUNC and we
+	// lose only that one).
 	rxOOBLen = 64
 )
 
@@ -54,6 +55,34 @@ func enableKernelTimestamps(c *net.UDPConn) error {
 // message before it is malformed. It allocates nothing and reads oob byte
 // by byte, so that it accepts any alignment and any garbage.
 func kernelTimestamp(oob []byte) (ns int64, ok bool) {
+	typ, data, ok := socketCmsg(oob, unix.SO_TIMESTAMPNS_OLD, unix.SO_TIMESTAMPNS_NEW)
+	switch {
+	case !ok:
+		return 0, false
+	case typ == unix.SO_TIMESTAMPNS_OLD: // SCM_TIMESTAMPNS: struct timespec
+		return timespecNs(data, timespecLen/2)
+	}
+	return timespecNs(data, kernelTimespecLen/2)
+}
+
+// rxqOverflow returns the socket's drop count carried by the first
+// SO_RXQ_OVFL message of oob: a native uint32 the kernel stamps on each
+// datagram as it queues it, counting every datagram it has dropped on that
+// socket so far (socket(7)). The kernel sends none while the count is 0. ok
+// is false if there is none, or if it or a message before it is malformed.
+// It allocates nothing and accepts any alignment and any garbage.
+func rxqOverflow(oob []byte) (drops uint32, ok bool) {
+	_, data, ok := socketCmsg(oob, unix.SO_RXQ_OVFL, unix.SO_RXQ_OVFL)
+	if !ok || len(data) < 4 {
+		return 0, false
+	}
+	return binary.NativeEndian.Uint32(data), true
+}
+
+// socketCmsg walks oob, the control data of one recvmsg, to the first
+// SOL_SOCKET message of type t1 or t2 and returns its type and data. ok is
+// false if there is none, or if it or a message before it is malformed.
+func socketCmsg(oob []byte, t1, t2 int32) (typ int32, data []byte, ok bool) {
 	for len(oob) >= cmsgHdrLen {
 		var l uint64
 		if cmsgLenSize == 8 {
@@ -62,18 +91,12 @@ func kernelTimestamp(oob []byte) (ns int64, ok bool) {
 			l = uint64(binary.NativeEndian.Uint32(oob))
 		}
 		if l < uint64(cmsgHdrLen) || l > uint64(len(oob)) {
-			return 0, false
+			return 0, nil, false
 		}
 		level := int32(binary.NativeEndian.Uint32(oob[cmsgLenSize:]))
 		typ := int32(binary.NativeEndian.Uint32(oob[cmsgLenSize+4:]))
-		if level == unix.SOL_SOCKET {
-			data := oob[cmsgAlignUp(cmsgHdrLen):l]
-			switch typ {
-			case unix.SO_TIMESTAMPNS_OLD: // SCM_TIMESTAMPNS: struct timespec
-				return timespecNs(data, timespecLen/2)
-			case unix.SO_TIMESTAMPNS_NEW:
-				return timespecNs(data, kernelTimespecLen/2)
-			}
+		if level == unix.SOL_SOCKET && (typ == t1 || typ == t2) {
+			return typ, oob[cmsgAlignUp(cmsgHdrLen):l], true
 		}
 		next := cmsgAlignUp(int(l))
 		if next >= len(oob) {
@@ -81,7 +104,7 @@ func kernelTimestamp(oob []byte) (ns int64, ok bool) {
 		}
 		oob = oob[next:]
 	}
-	return 0, false
+	return 0, nil, false
 }
 
 // timespecNs decodes a timespec of two native integers of size bytes each.

@@ -10,18 +10,30 @@ import (
 )
 
 // rawSocket is a non-blocking UDP socket driven by direct system calls, so that
-// the loop thread waits with ppoll and reads with recvfrom without the Go
-// netpoller hand-off (≈10–15 µs, docs/realtime.md §7) and without allocating.
+// the loop thread waits with ppoll and reads with recvmsg without the Go
+// netpoller hand-off (≈10–15 µs, docs/realtime.md §7) and without allocating:
+// the message header, the source address and the control data live here.
 type rawSocket struct {
 	fd   int
 	v6   bool
 	pfd  [1]unix.PollFd
 	ts   unix.Timespec
 	from unix.RawSockaddrAny
-	flen uint32
+	msg  unix.Msghdr
+	iov  unix.Iovec
+	oob  [rxOOBLen]byte
+	oobn int // control bytes of the last datagram read
+
+	// What the kernel granted, read back once at open.
+	rcvbuf  int  // SO_RCVBUF as getsockopt reports it
+	forced  bool // the buffer was set with SO_RCVBUFFORCE
+	rxqOvfl bool // SO_RXQ_OVFL is on: datagrams carry the drop count
 }
 
-func openSocket(bind netip.AddrPort, v6 bool, rcvbuf int) (*rawSocket, error) {
+// openSocket opens a UDP socket bound to bind. A receiving socket
+// (recv) asks for a receive buffer of rcvbuf bytes (0 keeps the system's)
+// and for the kernel's drop count on each datagram (SO_RXQ_OVFL).
+func openSocket(bind netip.AddrPort, v6, recv bool, rcvbuf int) (*rawSocket, error) {
 	family := unix.AF_INET
 	if v6 {
 		family = unix.AF_INET6
@@ -32,11 +44,14 @@ func openSocket(bind netip.AddrPort, v6 bool, rcvbuf int) (*rawSocket, error) {
 	}
 	s := &rawSocket{fd: fd, v6: v6}
 	s.pfd[0] = unix.PollFd{Fd: int32(fd), Events: unix.POLLIN}
-	if rcvbuf > 0 {
-		// A small buffer drops stale replies instead of queueing them (docs/realtime.md §7.2).
-		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, rcvbuf); err != nil {
+	s.msg.Name = (*byte)(unsafe.Pointer(&s.from))
+	s.msg.Iov = &s.iov
+	s.msg.Iovlen = 1
+	s.msg.Control = &s.oob[0]
+	if recv {
+		if err := s.setupReceive(rcvbuf); err != nil {
 			s.close()
-			return nil, fmt.Errorf("simulink: SO_RCVBUF %d: %w", rcvbuf, err)
+			return nil, err
 		}
 	}
 	if err := unix.Bind(fd, sockaddr(bind, v6)); err != nil {
@@ -47,6 +62,29 @@ func openSocket(bind netip.AddrPort, v6 bool, rcvbuf int) (*rawSocket, error) {
 		return nil, fmt.Errorf("simulink: bind %v: %w", bind, err)
 	}
 	return s, nil
+}
+
+// setupReceive sizes the receive buffer and asks for the drop count.
+func (s *rawSocket) setupReceive(rcvbuf int) error {
+	if rcvbuf > 0 {
+		// SO_RCVBUFFORCE passes net.core.rmem_max but needs CAP_NET_ADMIN
+		// (docs/realtime.md §7.2); without it SO_RCVBUF takes what the
+		// kernel allows. The kernel doubles either for its bookkeeping.
+		if err := unix.SetsockoptInt(s.fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, rcvbuf); err == nil {
+			s.forced = true
+		} else if err := unix.SetsockoptInt(s.fd, unix.SOL_SOCKET, unix.SO_RCVBUF, rcvbuf); err != nil {
+			return fmt.Errorf("simulink: receive buffer of %d bytes (SO_RCVBUF): %w", rcvbuf, err)
+		}
+	}
+	got, err := unix.GetsockoptInt(s.fd, unix.SOL_SOCKET, unix.SO_RCVBUF)
+	if err != nil {
+		return fmt.Errorf("simulink: read back the receive buffer (SO_RCVBUF): %w", err)
+	}
+	s.rcvbuf = got
+	// Without it, datagrams the kernel drops on a full buffer are counted
+	// nowhere but in /proc; a kernel that refuses it costs only that count.
+	s.rxqOvfl = unix.SetsockoptInt(s.fd, unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1) == nil
+	return nil
 }
 
 func (s *rawSocket) close() error {
@@ -113,26 +151,34 @@ func (s *rawSocket) wait(timeoutNs int64) (bool, error) {
 // recv reads one datagram without blocking. It returns the datagram's full
 // length (MSG_TRUNC: an oversized datagram reports its real size) and whether
 // its source matches want's address (any port). ok is false when nothing is
-// queued.
+// queued. The datagram's control data is then in control().
 func (s *rawSocket) recv(b []byte, want netip.Addr) (n int, match, ok bool, err error) {
 	for {
-		s.flen = uint32(unsafe.Sizeof(s.from))
-		r, _, errno := unix.Syscall6(unix.SYS_RECVFROM, uintptr(s.fd),
-			uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)),
-			uintptr(unix.MSG_DONTWAIT|unix.MSG_TRUNC),
-			uintptr(unsafe.Pointer(&s.from)), uintptr(unsafe.Pointer(&s.flen)))
+		s.iov.Base = unsafe.SliceData(b)
+		s.iov.SetLen(len(b))
+		s.msg.Namelen = uint32(unsafe.Sizeof(s.from))
+		s.msg.SetControllen(len(s.oob))
+		s.msg.Flags = 0
+		r, _, errno := unix.Syscall(unix.SYS_RECVMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&s.msg)),
+			uintptr(unix.MSG_DONTWAIT|unix.MSG_TRUNC))
 		switch errno {
 		case 0:
+			s.oobn = int(s.msg.Controllen)
 			return int(r), s.fromMatches(want), true, nil
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
+			s.oobn = 0
 			return 0, false, false, nil
 		default:
+			s.oobn = 0
 			return 0, false, false, errno
 		}
 	}
 }
+
+// control returns the control data of the datagram recv read last.
+func (s *rawSocket) control() []byte { return s.oob[:min(s.oobn, len(s.oob))] }
 
 // fromPort returns the source port of the datagram recv read last.
 func (s *rawSocket) fromPort() uint16 {

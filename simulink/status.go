@@ -62,13 +62,20 @@ const (
 	// source port that completed the handshake (MasterConfig.PinPartner):
 	// another program on the Simulink host.
 	DropForeign
+	// DropKernel: the kernel dropped the datagram before the master could
+	// read it, mostly because the receive buffer (MasterConfig.RecvBuffer)
+	// was full. The count comes with the next datagram that is queued
+	// (SO_RXQ_OVFL), so drops at the end of a burst show up with the next
+	// reply.
+	DropKernel
 	numDropReason
 )
 
 // NumDropReason is the number of DropReason values.
 const NumDropReason = int(numDropReason)
 
-var dropNames = [numDropReason]string{"size", "source", "nonfinite", "seq", "stale", "flushed", "foreign"}
+// dropNames are metric labels: append, never reorder.
+var dropNames = [numDropReason]string{"size", "source", "nonfinite", "seq", "stale", "flushed", "foreign", "kernel"}
 
 // String returns the metric label of the reason.
 func (r DropReason) String() string {
@@ -87,8 +94,34 @@ type Observer interface {
 	// the seq it answers, in nanoseconds; late marks a reply that arrived after
 	// the receive window of that seq had closed.
 	Reply(latencyNs int64, late bool)
-	// Dropped is called for every datagram discarded unused.
+	// Dropped is called for every datagram discarded unused; for many at
+	// once see DropCounter.
 	Dropped(r DropReason)
+}
+
+// DropCounter is an Observer that takes many drops at once: the kernel can
+// drop thousands of datagrams between two reads (DropKernel). NewMaster
+// checks for it once; an Observer without it gets Dropped at most
+// MaxDroppedCalls times per batch, while MasterStats counts them all.
+type DropCounter interface {
+	DroppedN(r DropReason, n uint64)
+}
+
+// MaxDroppedCalls caps the Dropped calls that stand for one batch of drops
+// when the Observer is no DropCounter, so a burst never loops in the tick.
+const MaxDroppedCalls = 1024
+
+// NotifyDropped tells o about n drops for reason r: through DroppedN when o
+// is a DropCounter, else through at most MaxDroppedCalls calls of Dropped.
+// An Observer that forwards to others can implement DroppedN with it.
+func NotifyDropped(o Observer, r DropReason, n uint64) {
+	if dc, ok := o.(DropCounter); ok {
+		dc.DroppedN(r, n)
+		return
+	}
+	for range min(n, MaxDroppedCalls) {
+		o.Dropped(r)
+	}
 }
 
 // NopObserver ignores everything.
@@ -102,3 +135,6 @@ func (NopObserver) Reply(int64, bool) {}
 
 // Dropped implements Observer.
 func (NopObserver) Dropped(DropReason) {}
+
+// DroppedN implements DropCounter.
+func (NopObserver) DroppedN(DropReason, uint64) {}
