@@ -157,6 +157,13 @@ type LeadObserver interface {
 	ObserveLead(leadNs, ageNs int64, overran bool)
 }
 
+// ThreadObserver, implemented by a LoopObserver, learns the real-time
+// settings the loop thread got: after its set-up, and again when it
+// releases them at the end of Serve.
+type ThreadObserver interface {
+	ThreadSettings(realtime.Settings)
+}
+
 // LoopObserver records timing from the loop thread. Its methods run inside
 // the tick's time budget and must not allocate or block.
 type LoopObserver interface {
@@ -366,9 +373,16 @@ func (l *Loop) run(tick func(*TickInfo)) (err error) {
 	for _, w := range warns {
 		l.log.Warn("bridge: loop thread set-up incomplete, running without it", "err", w)
 	}
+	tobs, _ := l.obs.(ThreadObserver)
+	if tobs != nil {
+		tobs.ThreadSettings(th.Settings())
+	}
 	defer func() {
 		if cerr := th.Close(); cerr != nil {
 			l.log.Warn("bridge: loop thread release", "err", cerr)
+		}
+		if tobs != nil {
+			tobs.ThreadSettings(th.Settings())
 		}
 	}()
 

@@ -10,10 +10,12 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
 	"sync"
 
 	"github.com/labbridge/bridge/bridge"
 	"github.com/labbridge/bridge/dynamixel/dxlsim"
+	"github.com/labbridge/bridge/fault"
 	"github.com/labbridge/bridge/metrics"
 	"github.com/labbridge/bridge/plant"
 	"github.com/labbridge/bridge/realtime"
@@ -52,6 +54,9 @@ type Built struct {
 	Master  *simulink.Master
 	Partner *simulink.Partner // nil unless Env.Partner
 	Metrics *metrics.Link     // nil unless Env.Metrics
+	// Faults watches what can go wrong with the link, for the log,
+	// /healthz and systemd's STATUS=; it is one of Deps.
+	Faults *fault.Watcher
 	// Deps are the services the link depends on (its camera, its alert
 	// reporter): the supervisor starts them before the link and stops them
 	// after its halt.
@@ -95,7 +100,10 @@ type parts struct {
 	trigger bridge.Trigger
 	pacer   bridge.Pacer
 	// views report on parts that are not services (a camera lock).
-	views   []view
+	views []view
+	// probes are the faults of the plant's kind (a hot servo, a camera
+	// down), watched beside the link's own.
+	probes  []fault.Probe
 	deps    []bridge.Part
 	closers []func() error
 }
@@ -172,6 +180,13 @@ func (l *Link) Build(env Env) (bb *Built, err error) {
 		return nil, err
 	}
 	built.closers = append(built.closers, built.Master.Close)
+	// getsockopt reports twice what was granted (socket(7)).
+	if rs := built.Master.ReplySocket(); !rs.KernelDrops {
+		env.Logger.Warn("the kernel does not report the datagrams it drops on this socket; a flood will not show in the metrics", "link", l.Name)
+	} else if rs.BufferAsked > 0 && rs.Buffer < 2*rs.BufferAsked {
+		env.Logger.Info("the reply socket's receive buffer is smaller than asked: raise net.core.rmem_max, or give the service CAP_NET_ADMIN",
+			"link", l.Name, "asked_bytes", rs.BufferAsked, "granted_bytes", rs.Buffer/2)
+	}
 	ps, err := l.Plant.build(b)
 	built.Simulated = b.sim
 	if ps != nil {
@@ -188,7 +203,7 @@ func (l *Link) Build(env Env) (bb *Built, err error) {
 	var loopObs bridge.LoopObserver
 	var cmdObs bridge.CommandObserver
 	if built.Metrics != nil {
-		loopObs, cmdObs = built.Metrics, built.Metrics
+		loopObs, cmdObs = threadMetrics{built.Metrics}, built.Metrics
 	}
 	switch {
 	case env.Loop != nil && loopObs != nil:
@@ -199,6 +214,28 @@ func (l *Link) Build(env Env) (bb *Built, err error) {
 	if built.Link, err = bridge.NewLink(lcfg, ps.plant, built.Master, env.Clock, loopObs, cmdObs, env.Logger); err != nil {
 		return nil, err
 	}
+	probes := append(linkProbes(built.Link, built.Master), ps.probes...)
+	fcfg := fault.Config{Link: l.Name, Logger: env.Logger, Probes: probes}
+	if env.Metrics != nil {
+		names := make([]string, len(probes))
+		for i, p := range probes {
+			names[i] = p.Name
+		}
+		if fcfg.Sink, err = env.Metrics.Faults(l.Name, names); err != nil {
+			return nil, err
+		}
+	}
+	if built.Faults, err = fault.New(fcfg); err != nil {
+		return nil, err
+	}
+	built.Deps = append(built.Deps, bridge.Part{Name: "faults", Service: built.Faults})
+	if built.Metrics != nil {
+		// The supervisor counts a restart of any part by its name: every
+		// series exists at 0 from the start.
+		for _, d := range built.Deps {
+			built.Metrics.Devices(d.Name)
+		}
+	}
 	if ps.openErr != nil {
 		// No device yet: the link starts degraded and the supervisor keeps
 		// trying to open it while the loop ticks.
@@ -206,6 +243,19 @@ func (l *Link) Build(env Env) (bb *Built, err error) {
 		built.Link.DeviceFailed(ps.openErr)
 	}
 	return built, nil
+}
+
+// threadMetrics is the link's metrics as the loop's observer, with the loop
+// thread's real-time settings exported.
+type threadMetrics struct{ *metrics.Link }
+
+// ThreadSettings implements bridge.ThreadObserver.
+func (m threadMetrics) ThreadSettings(s realtime.Settings) {
+	cpus := ""
+	if s.CPU >= 0 {
+		cpus = strconv.Itoa(s.CPU)
+	}
+	m.RealTime(metrics.RealTimeInfo{Policy: s.Policy, Priority: s.Priority, CPUs: cpus, DMALatency: s.DMALatency, LockedMemory: s.LockedMemory})
 }
 
 // Observer is what the supervisor tells of the link (its metrics), or nil:
@@ -419,6 +469,12 @@ type fanout struct{ a, b simulink.Observer }
 func (f fanout) Exchanged(s simulink.Status)   { f.a.Exchanged(s); f.b.Exchanged(s) }
 func (f fanout) Reply(ns int64, late bool)     { f.a.Reply(ns, late); f.b.Reply(ns, late) }
 func (f fanout) Dropped(r simulink.DropReason) { f.a.Dropped(r); f.b.Dropped(r) }
+
+// DroppedN implements simulink.DropCounter: a flood is one call each.
+func (f fanout) DroppedN(r simulink.DropReason, n uint64) {
+	simulink.NotifyDropped(f.a, r, n)
+	simulink.NotifyDropped(f.b, r, n)
+}
 
 func writeFile(path string, write func(io.Writer) error) (err error) {
 	f, err := os.Create(path)

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	defaultconfig "github.com/labbridge/bridge"
+	"github.com/labbridge/bridge/journal"
 	"github.com/labbridge/bridge/simulink"
 )
 
@@ -34,13 +35,24 @@ func Load(path string) (*Config, string, error) {
 // Logger is the service's logger on w: text on a terminal, JSON otherwise
 // (systemd's journal), unless log_format says which.
 func (s Service) Logger(w io.Writer, terminal bool) *slog.Logger {
+	return slog.New(s.handler(w, terminal))
+}
+
+// JournalLogger is Logger for a stream systemd connected to its journal
+// (journal.Attached): each line carries its priority, so that
+// `journalctl -p warning` finds the warnings.
+func (s Service) JournalLogger(w io.Writer) *slog.Logger {
+	return slog.New(journal.NewHandler(w, func(w io.Writer) slog.Handler { return s.handler(w, false) }))
+}
+
+func (s Service) handler(w io.Writer, terminal bool) slog.Handler {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(s.LogLevel))
 	opts := &slog.HandlerOptions{Level: level}
 	if s.LogFormat == "json" || (s.LogFormat == "auto" && !terminal) {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		return slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.NewTextHandler(w, opts)
 }
 
 // LoadLink reads the configuration at path and returns its link called

@@ -14,6 +14,7 @@ import (
 	"github.com/labbridge/bridge/dynamixel"
 	"github.com/labbridge/bridge/dynamixel/dxlsim"
 	"github.com/labbridge/bridge/emio"
+	"github.com/labbridge/bridge/fault"
 	"github.com/labbridge/bridge/framelock"
 	"github.com/labbridge/bridge/metrics"
 	"github.com/labbridge/bridge/plant"
@@ -331,7 +332,13 @@ func (p *EmioPlant) build(b *builder) (*parts, error) {
 	}
 	ps.plant = m
 	ps.closers = append(ps.closers, m.Close)
-	ps.deps = append(ps.deps, bridge.Part{Name: "servo alerts", Service: &emio.AlertReporter{Motors: m, Logger: log}})
+	sw := &servoWatch{m: m}
+	ps.probes = append(ps.probes, sw.probes()...)
+	if b.env.Metrics != nil {
+		if err := b.env.Metrics.Servos(b.link.Name, sw.metrics); err != nil {
+			return nil, err
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	ps.openErr = m.Open(ctx)
@@ -477,11 +484,33 @@ func (p *EmioPlant) camera(b *builder, ps *parts, servos *dxlsim.Bus, ids []byte
 	if err != nil {
 		return nil, err
 	}
-	ps.deps = append(ps.deps, bridge.Part{Name: "camera", Service: cam})
+	ps.deps = append(ps.deps, bridge.Part{Name: "camera", Service: watchedCamera{cam}})
+	ps.probes = append(ps.probes, fault.Probe{
+		Name: "camera_down", Title: "the camera delivers no frames; the markers are held", After: cameraDownAfter,
+		Advice: "check the camera's USB cable (a USB 3 port) and run `bridge cameras`; the bridge reopens it by itself",
+		Level: func() (bool, string) {
+			if err := cam.Health(); err != nil {
+				return true, err.Error()
+			}
+			return false, ""
+		},
+	})
 	b.env.Logger.Info("camera", "link", b.link.Name, "kind", c.Kind, "side", c.Side, "sort", c.Sort, "clock", b.link.Clock,
 		"params", files.ParamsFrom, "calibration", files.CalibrationFrom)
 	return cam, nil
 }
+
+// cameraDownAfter is how long a camera may deliver nothing before that is
+// a fault: a camera takes a moment to start streaming.
+const cameraDownAfter = 2 * time.Second
+
+// watchedCamera is the camera as a link's part whose health its fault
+// probe reports (with a start and an end in the log), so that /healthz
+// names it once.
+type watchedCamera struct{ *camera.Camera }
+
+// Health is nil: the link's "camera_down" fault says it.
+func (watchedCamera) Health() error { return nil }
 
 // lockView reports a camera lock (clock = "camera") in the status line, the
 // run's summary and the metrics.

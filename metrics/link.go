@@ -26,7 +26,10 @@ type Link struct {
 	restarts                                   *prometheus.CounterVec
 }
 
-var _ simulink.Observer = (*Link)(nil)
+var (
+	_ simulink.Observer    = (*Link)(nil)
+	_ simulink.DropCounter = (*Link)(nil)
+)
 
 // linkCollector reports the metrics of one link whose value or layout is
 // specific to that link: histograms with period-derived buckets, the
@@ -207,6 +210,14 @@ func (l *Link) Reply(latencyNs int64, late bool) {
 func (l *Link) Dropped(r simulink.DropReason) {
 	if int(r) < len(l.dropped) {
 		l.dropped[r].Inc()
+	}
+}
+
+// DroppedN implements simulink.DropCounter: n datagrams dropped for one
+// reason (a flood the kernel dropped) in one call.
+func (l *Link) DroppedN(r simulink.DropReason, n uint64) {
+	if int(r) < len(l.dropped) && n > 0 {
+		l.dropped[r].Add(float64(n))
 	}
 }
 

@@ -221,7 +221,7 @@ func TestSimServosScanPing(t *testing.T) {
 		t.Errorf("ping: %d\n%s\n%s", code, out, stderr)
 	}
 	code, out, _ = runCLI(t, "ping", "-port", link, "-ids", "7", "-latency-timer", simulatedLatency)
-	if code != 1 || !strings.Contains(out, "ID   7: dynamixel: ID 7, instruction 0x01: no status packet") {
+	if code != 1 || !strings.Contains(out, "ID   7: dynamixel: servo 7 did not answer Ping (0x01)") {
 		t.Errorf("ping absent: %d %q", code, out)
 	}
 	code, out, _ = runCLI(t, "scan", "-port", link, "-bauds", "1000000", "-ids", "0-5", "-latency-timer", simulatedLatency)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/labbridge/bridge/bridge"
 	"github.com/labbridge/bridge/config"
+	"github.com/labbridge/bridge/journal"
 	"github.com/labbridge/bridge/metrics"
 	"github.com/labbridge/bridge/realtime"
 	"github.com/labbridge/bridge/sdnotify"
@@ -49,6 +51,9 @@ func runConfig(ctx context.Context, cfg *config.Config, from string, simulate, e
 		metricsAddr = cfg.Service.Metrics
 	}
 	logger := cfg.Service.Logger(stderr, isTerminal(stderr))
+	if f, ok := stderr.(*os.File); ok && journal.Attached(f, os.Getenv("JOURNAL_STREAM")) {
+		logger = cfg.Service.JournalLogger(stderr)
+	}
 	a, err := wire(cfg, config.Env{Logger: logger, Partner: simulate, Ephemeral: simulate && ephemeral}, metricsAddr)
 	if err != nil {
 		return err
@@ -176,9 +181,10 @@ func (a *app) serve(ctx context.Context, stdout io.Writer, duration time.Duratio
 			N:        a.notify,
 			Watchdog: sdnotify.WatchdogInterval(os.Getenv("WATCHDOG_USEC"), os.Getenv("WATCHDOG_PID"), os.Getpid()),
 			Ready: func() (bool, string) {
-				return a.sup.Ticking(readyTicks), fmt.Sprintf("%d link(s) ticking", len(a.links))
+				return a.sup.Ticking(readyTicks), a.serviceStatus()
 			},
-			Alive: a.sup.Progress(),
+			Alive:  a.sup.Progress(),
+			Status: a.serviceStatus,
 		}
 		wg.Go(func() {
 			if err := life.Serve(viewCtx); err != nil {
@@ -201,6 +207,25 @@ func (a *app) serve(ctx context.Context, stdout io.Writer, duration time.Duratio
 	}
 	a.close()
 	return err
+}
+
+// serviceStatus is systemd's STATUS= line: each link's state and what is
+// wrong with it now, so that `systemctl status` says it.
+func (a *app) serviceStatus() string {
+	parts := make([]string, 0, len(a.links))
+	for _, b := range a.links {
+		s := b.Config.Name + ": " + b.Link.State().String()
+		if b.Faults != nil {
+			for _, f := range b.Faults.Active() {
+				s += "; " + f.Title
+				if f.Detail != "" {
+					s += " (" + f.Detail + ")"
+				}
+			}
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, " | ")
 }
 
 // withDuration bounds ctx by d when d > 0 (the -duration flags).

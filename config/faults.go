@@ -1,0 +1,85 @@
+package config
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/labbridge/bridge/bridge"
+	"github.com/labbridge/bridge/fault"
+	"github.com/labbridge/bridge/simulink"
+)
+
+// noPartnerAfter is how long a link may wait for its Simulink host before
+// that is a fault: longer than a handshake takes, shorter than a person
+// waits before wondering.
+const noPartnerAfter = 3 * time.Second
+
+// dropped reads the master's count of datagrams dropped for the reasons
+// named (a name the master does not know counts nothing).
+func dropped(m *simulink.Master, names ...string) func() uint64 {
+	var idx []int
+	for i := range simulink.NumDropReason {
+		for _, n := range names {
+			if simulink.DropReason(i).String() == n {
+				idx = append(idx, i)
+			}
+		}
+	}
+	return func() uint64 {
+		st := m.Stats()
+		var n uint64
+		for _, i := range idx {
+			n += st.Dropped[i]
+		}
+		return n
+	}
+}
+
+// linkProbes are the faults every link can have: its Simulink host, the
+// datagrams it receives, its loop, its device.
+func linkProbes(l *bridge.Link, m *simulink.Master) []fault.Probe {
+	mc := m.Config()
+	listen, _ := m.ListenAddr()
+	replyBytes := simulink.DatagramSize(mc.CommandLen)
+	return []fault.Probe{
+		{
+			Name: "no_partner", Title: "no Simulink host answers", After: noPartnerAfter,
+			Advice: fmt.Sprintf("start the Simulink model; its UDP Receive must listen on %v and its UDP Send must send to port %d", mc.Remote, listen.Port()),
+			Level: func() (bool, string) {
+				return l.State() == bridge.Handshaking, fmt.Sprintf("sending to %v, no reply on %v", mc.Remote, listen)
+			},
+		},
+		{
+			Name: "wrong_size", Title: "replies of the wrong size from the Simulink host were ignored",
+			Advice: fmt.Sprintf("a reply is [seq, %d commands] as doubles, %d bytes: check the model's command vector and its mask (nb_markers)", mc.CommandLen, replyBytes),
+			Events: dropped(m, "size"),
+			Detail: func() string { return fmt.Sprintf("want %d bytes", replyBytes) },
+		},
+		{
+			Name: "foreign", Title: "datagrams from a sender other than the Simulink host were ignored",
+			Advice: fmt.Sprintf("another program sends to port %d; stop it (replies count only from the host and port that completed the handshake)", listen.Port()),
+			Events: dropped(m, "source", "foreign"),
+		},
+		{
+			Name: "nonfinite", Title: "replies holding NaN or infinity were ignored; the last good command is held",
+			Advice: "the model's controller output is not finite: check it (saturation, division by zero)",
+			Events: dropped(m, "nonfinite"),
+		},
+		{
+			Name: "kernel_drops", Title: "datagrams were lost in the receive buffer before the bridge read them",
+			Advice: "a sender floods the reply port faster than one reply per tick; stop it, or raise net.core.rmem_max",
+			Events: dropped(m, "kernel"),
+		},
+		{
+			Name: "overruns", Title: "the loop overran its period",
+			Advice: "a tick's work takes longer than the period: lower rate_hz, or measure with `bridge bench link`",
+			Events: l.Overruns,
+		},
+		{
+			Name: "device_down", Title: "the robot's device is not reachable; the bridge keeps trying to reopen it",
+			Advice: "check the cable and the power; the link resumes by itself when the device answers",
+			After:  time.Second,
+			Level:  func() (bool, string) { return l.State() == bridge.Degraded, "" },
+		},
+	}
+}

@@ -1,0 +1,124 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+
+	"github.com/labbridge/bridge/dynamixel"
+	"github.com/labbridge/bridge/emio"
+	"github.com/labbridge/bridge/fault"
+	"github.com/labbridge/bridge/metrics"
+)
+
+// servoWatch reads the servos' status for the fault probes and the metrics,
+// off the tick: Motors.Servos is safe from any goroutine.
+type servoWatch struct {
+	m  *emio.Motors
+	mu sync.Mutex
+	st []emio.ServoStatus
+	// missed is each servo's missed reads at the last servo_silent poll.
+	missed map[byte]uint64
+}
+
+func (w *servoWatch) read() []emio.ServoStatus {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.st = w.m.Servos(w.st[:0])
+	return append([]emio.ServoStatus(nil), w.st...)
+}
+
+// metrics is the servos' status for bridge_servo_*.
+func (w *servoWatch) metrics(dst []metrics.ServoReading) []metrics.ServoReading {
+	for _, s := range w.read() {
+		dst = append(dst, metrics.ServoReading{ID: int(s.ID), TemperatureC: s.TemperatureC, LimitC: s.LimitC,
+			HardwareError: uint8(s.HardwareError), Alerts: s.Alerts, MissedReads: s.MissedReads})
+	}
+	return dst
+}
+
+// hot lists the servos that overheat: their hardware error says so, or
+// their temperature has reached their limit.
+func (w *servoWatch) hot() (bool, string) {
+	var parts []string
+	for _, s := range w.read() {
+		over := s.HardwareError&dynamixel.HWOverheating != 0
+		atLimit := !math.IsNaN(s.TemperatureC) && !math.IsNaN(s.LimitC) && s.TemperatureC >= s.LimitC
+		if over || atLimit {
+			parts = append(parts, fmt.Sprintf("servo %d: %s", s.ID, temperature(s)))
+		}
+	}
+	return len(parts) > 0, strings.Join(parts, ", ")
+}
+
+func temperature(s emio.ServoStatus) string {
+	switch {
+	case math.IsNaN(s.TemperatureC):
+		return "temperature not read yet"
+	case math.IsNaN(s.LimitC):
+		return fmt.Sprintf("%.0f °C", s.TemperatureC)
+	}
+	return fmt.Sprintf("%.0f °C, limit %.0f °C", s.TemperatureC, s.LimitC)
+}
+
+// alerting lists the servos whose hardware error holds more than
+// overheating (which servo_hot says).
+func (w *servoWatch) alerting() (bool, string) {
+	var parts []string
+	for _, s := range w.read() {
+		if hw := s.HardwareError &^ dynamixel.HWOverheating; hw != 0 {
+			parts = append(parts, fmt.Sprintf("servo %d: %v", s.ID, hw))
+		}
+	}
+	return len(parts) > 0, strings.Join(parts, ", ")
+}
+
+// missedReads is the servos' missed reads in all.
+func (w *servoWatch) missedReads() uint64 {
+	var n uint64
+	for _, s := range w.read() {
+		n += s.MissedReads
+	}
+	return n
+}
+
+// silent names the servos whose missed reads rose since the last call.
+func (w *servoWatch) silent() string {
+	st := w.read()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.missed == nil {
+		w.missed = map[byte]uint64{}
+	}
+	var ids []string
+	for _, s := range st {
+		if s.MissedReads > w.missed[s.ID] {
+			ids = append(ids, fmt.Sprint(s.ID))
+		}
+		w.missed[s.ID] = s.MissedReads
+	}
+	if len(ids) == 0 {
+		return ""
+	}
+	return "servo " + strings.Join(ids, ", ")
+}
+
+// probes are the servos' faults.
+func (w *servoWatch) probes() []fault.Probe {
+	return []fault.Probe{
+		{
+			Name: "servo_hot", Title: "a servo is overheating", Level: w.hot,
+			Advice: "the servo turns its torque off to protect itself: let it cool, lighten its load, then power-cycle the robot",
+		},
+		{
+			Name: "servo_alert", Title: "a servo reports a hardware error", Level: w.alerting,
+			Advice: "check the servo's load, its cable and the supply voltage, then power-cycle the robot",
+		},
+		{
+			Name: "servo_silent", Title: "a servo does not answer; its last position is held",
+			Advice: "check the servo cables of the daisy chain and the power supply",
+			Events: w.missedReads, Detail: w.silent,
+		},
+	}
+}
