@@ -3,10 +3,14 @@ package config
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/labbridge/bridge/bridge"
 	"github.com/labbridge/bridge/fault"
@@ -61,4 +65,105 @@ func TestWrongSizeRepliesAreAFault(t *testing.T) {
 	if n := strings.Count(logs.String(), `msg="replies of the wrong size from the Simulink host were ignored"`); n != 1 {
 		t.Errorf("%d start lines for the wrong-size fault, want 1:\n%s", n, logs.String())
 	}
+}
+
+// gathered returns the value of the series of family name whose labels
+// include want, and whether it exists.
+func gathered(t *testing.T, reg *prometheus.Registry, name string, want map[string]string) (float64, bool) {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			for k, v := range want {
+				if labels[k] != v {
+					continue next
+				}
+			}
+			switch {
+			case m.GetGauge() != nil:
+				return m.GetGauge().GetValue(), true
+			case m.GetCounter() != nil:
+				return m.GetCounter().GetValue(), true
+			}
+		}
+	}
+	return 0, false
+}
+
+// A servo that overheats and one that goes silent, on the simulated bus:
+// each is a fault naming the servo by its ID (never the broadcast ID), said
+// once in the log, in /healthz and in the metrics, with the servo's
+// temperature and hardware error exported.
+func TestServoFaultsNameTheServo(t *testing.T) {
+	c := parseDefault(t, func(l *Link, p *EmioPlant) {
+		p.Camera.Kind, l.Clock = "none", "timer"
+	})
+	var logs syncBuffer
+	env, reg := vrepEnv(t)
+	env.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	b, err := c.Links[0].Build(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sup := serveBuilt(t, b)
+	waitFor(t, "running", func() bool { return b.Link.State() == bridge.Running })
+	waitFor(t, "every servo's temperature", func() bool {
+		for id := range 4 {
+			if _, ok := gathered(t, reg, "bridge_servo_temperature_celsius", map[string]string{"link": "emio", "servo": strconv.Itoa(id)}); !ok {
+				return false
+			}
+		}
+		return true
+	})
+	if err := b.Simulated.ForceOverheat(2); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "servo_hot", func() bool { _, ok := activeFault(b, "servo_hot"); return ok })
+	a, _ := activeFault(b, "servo_hot")
+	if !strings.HasPrefix(a.Detail, "servo 2: ") {
+		t.Errorf("servo_hot detail %q, want servo 2 named", a.Detail)
+	}
+	waitFor(t, "the overheating bit exported", func() bool {
+		v, _ := gathered(t, reg, "bridge_servo_hardware_error", map[string]string{"servo": "2", "error": "overheating"})
+		return v == 1
+	})
+	if v, ok := gathered(t, reg, "bridge_fault_active", map[string]string{"link": "emio", "fault": "servo_hot"}); !ok || v != 1 {
+		t.Errorf("bridge_fault_active{fault=servo_hot} = %v, %v", v, ok)
+	}
+	if err := b.Simulated.SetMissing(1, true); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "servo_silent", func() bool { _, ok := activeFault(b, "servo_silent"); return ok })
+	if a, _ := activeFault(b, "servo_silent"); !strings.Contains(a.Detail, "servo 1") {
+		t.Errorf("servo_silent detail %q, want servo 1 named", a.Detail)
+	}
+	if err := sup.Health(); !strings.Contains(fmt.Sprint(err), "a servo is overheating (servo 2: ") {
+		t.Errorf("health %v", err)
+	}
+	if strings.Contains(logs.String(), "ID 254") {
+		t.Errorf("the broadcast ID in the log:\n%s", logs.String())
+	}
+	if n := strings.Count(logs.String(), `msg="a servo is overheating"`); n != 1 {
+		t.Errorf("%d start lines for servo_hot, want 1", n)
+	}
+}
+
+func activeFault(b *Built, name string) (fault.Active, bool) {
+	for _, a := range b.Faults.Active() {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return fault.Active{}, false
 }
