@@ -25,7 +25,15 @@ var imports = map[string][]string{
 	// The camera-locked clock: a base package, like realtime.
 	"framelock": {},
 	"sdnotify":  {},
-	"deploy":    {},
+	// Faults are read through functions, and journal lines are bytes:
+	// base packages.
+	"fault":   {},
+	"journal": {},
+	// The deployment files, embedded: a leaf.
+	"deploy": {},
+	// The service's installer: the files and the default configuration,
+	// no device (the serial port list is handed in) and no loop.
+	"install": {".", "deploy"},
 	// Protocols and devices: the contract and nothing else of ours …
 	"simulink":          {"plant"},
 	"dynamixel":         {"plant"},
@@ -49,7 +57,7 @@ var imports = map[string][]string{
 	"metrics":   {"plant", "simulink"},
 	"loopbench": {"bridge", "latency", "plant", "realtime", "simulink"},
 	// The configuration builds links: it may import every library.
-	"config": {".", "bridge", "camera", "dynamixel", "dynamixel/dxlsim", "emio", "framelock", "meca500", "meca500/mecasim", "metrics",
+	"config": {".", "bridge", "camera", "dynamixel", "dynamixel/dxlsim", "emio", "fault", "framelock", "journal", "meca500", "meca500/mecasim", "metrics",
 		"plant", "vrep", "vrep/vrepsim", "realsense", "realsense/tracker", "realtime", "sim", "simulink"},
 	"cmd/bridge": nil, // anything but another command
 }

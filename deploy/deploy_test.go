@@ -1,18 +1,21 @@
 // Package deploy_test checks the deployment files beside it against the
-// real tools that read them: systemd-analyze, promtool, and the metric names
-// the bridge exports.
+// real tools that read them: systemd-analyze, systemd-sysusers, udev's rule
+// syntax, promtool, and the metric names the bridge exports.
 package deploy_test
 
 import (
-	"encoding/json"
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/labbridge/bridge/deploy"
 	"github.com/labbridge/bridge/metrics"
 )
 
@@ -44,14 +47,133 @@ func TestSystemdUnitVerifies(t *testing.T) {
 			t.Errorf("systemd-analyze verify %s: %v\n%s", name, err, out)
 		}
 	}
-	for _, must := range []string{"Type=notify", "WatchdogSec=", "LimitRTPRIO=80", "SupplementaryGroups=dialout"} {
-		if !strings.Contains(string(unit), must) {
-			t.Errorf("unit lacks %s", must)
+	// The settings, comments left out (they name what never to set).
+	var settings []string
+	for _, line := range strings.Split(string(unit), "\n") {
+		if !strings.HasPrefix(line, "#") {
+			settings = append(settings, line)
 		}
 	}
-	for _, never := range []string{"CPUSchedulingPolicy=", "RestrictRealtime=yes", "PrivateDevices=yes"} {
-		if strings.Contains(string(unit), never) {
-			t.Errorf("unit has %s, which breaks serial or real-time (docs/realtime.md §12–13)", never)
+	// Whole lines: CapabilityBoundingSet= and AmbientCapabilities= empty.
+	for _, must := range []string{"Type=notify", "LimitRTPRIO=80", "LimitMEMLOCK=infinity", "Restart=on-failure",
+		"SupplementaryGroups=dialout plugdev video", "DeviceAllow=char-ttyUSB rw", "DeviceAllow=/dev/cpu_dma_latency rw",
+		"DeviceAllow=char-usb_device rw", "ConfigurationDirectory=bridge", "Environment=HOME=/etc/bridge/%i",
+		"SystemCallFilter=sched_setattr sched_setaffinity", "CapabilityBoundingSet=", "AmbientCapabilities="} {
+		if !slices.Contains(settings, must) {
+			t.Errorf("unit lacks the line %q", must)
+		}
+	}
+	if !slices.ContainsFunc(settings, func(l string) bool { return strings.HasPrefix(l, "WatchdogSec=") }) {
+		t.Error("unit lacks WatchdogSec=")
+	}
+	for _, line := range settings {
+		for _, never := range []string{"CPUSchedulingPolicy=", "RestrictRealtime=yes", "PrivateDevices=yes", "PrivateUsers=yes", "PrivateNetwork=yes"} {
+			if strings.HasPrefix(line, never) {
+				t.Errorf("unit has %s, which breaks serial, UDP or real-time (docs/realtime.md §12–13)", never)
+			}
+		}
+		// The unit starts without the adapter and survives its unplugging:
+		// it neither binds to nor requires the device (the bridge reopens
+		// it).
+		for _, never := range []string{"BindsTo=", "Requires=", "Requisite=", "PartOf=", "StopWhenUnneeded="} {
+			if strings.HasPrefix(line, never) {
+				t.Errorf("unit has %q: systemd would stop it with the adapter, or not start it without", line)
+			}
+		}
+	}
+}
+
+// instance writes bridge@a.service with ExecStart naming an executable that
+// exists here, and returns its path.
+func instance(t *testing.T) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	unit := strings.Replace(string(deploy.Unit()), "/usr/local/bin/bridge", self, 1)
+	path := filepath.Join(t.TempDir(), "bridge@a.service")
+	if err := os.WriteFile(path, []byte(unit), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// The unit's overall exposure in systemd-analyze security is 2.0 or better
+// ("OK"): the hardening holds, with serial, USB, UDP and real time allowed.
+func TestSystemdSecurity(t *testing.T) {
+	sa, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Skip("systemd-analyze not found: install Debian package systemd")
+	}
+	path := instance(t)
+	cmd := exec.Command(sa, "security", "--offline=true", "--no-pager", path)
+	cmd.Dir = filepath.Dir(path)
+	out, err := cmd.CombinedOutput()
+	m := regexp.MustCompile(`Overall exposure level for bridge@a\.service: ([0-9.]+)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("systemd-analyze security: %v, no exposure level in\n%s", err, out)
+	}
+	level, err := strconv.ParseFloat(string(m[1]), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if level > 2.0 {
+		t.Errorf("exposure %.1f, want 2.0 or better:\n%s", level, out)
+	}
+}
+
+// The files bridge install places are the ones beside this test.
+func TestDeployEmbedded(t *testing.T) {
+	for name, got := range map[string][]byte{"bridge@.service": deploy.Unit(), "99-bridge.rules": deploy.Rules(), "bridge.sysusers": deploy.Sysusers()} {
+		want, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("the embedded %s differs from the file", name)
+		}
+	}
+}
+
+// systemd-sysusers creates the user and group bridge, in dialout, plugdev
+// and video, in a root of its own.
+func TestSystemdSysusers(t *testing.T) {
+	su, err := exec.LookPath("systemd-sysusers")
+	if err != nil {
+		t.Skip("systemd-sysusers not found: install Debian package systemd")
+	}
+	root := t.TempDir()
+	etc := filepath.Join(root, "etc")
+	if err := os.MkdirAll(etc, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(etc, "passwd"), []byte("root:x:0:0:root:/root:/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(etc, "group"), []byte("root:x:0:\ndialout:x:20:\nvideo:x:44:\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	abs, err := filepath.Abs("bridge.sysusers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(su, "--root="+root, abs).CombinedOutput(); err != nil {
+		t.Fatalf("systemd-sysusers: %v\n%s", err, out)
+	}
+	passwd, _ := os.ReadFile(filepath.Join(etc, "passwd"))
+	group, _ := os.ReadFile(filepath.Join(etc, "group"))
+	if !regexp.MustCompile(`(?m)^bridge:x:\d+:\d+:[^:]*:[^:]*:\S*nologin$`).Match(passwd) {
+		t.Errorf("no system user bridge without a login:\n%s", passwd)
+	}
+	for _, g := range []string{"bridge", "dialout", "plugdev", "video"} {
+		re := regexp.MustCompile(`(?m)^` + g + `:x:\d+:(.*)$`)
+		m := re.FindSubmatch(group)
+		switch {
+		case m == nil:
+			t.Errorf("no group %s:\n%s", g, group)
+		case g != "bridge" && !strings.Contains(","+string(m[1])+",", ",bridge,"):
+			t.Errorf("bridge is not in %s:\n%s", g, group)
 		}
 	}
 }
@@ -73,7 +195,17 @@ func exported(t *testing.T) map[string]bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := set.Link("emio", time.Second/30); err != nil {
+	link, err := set.Link("emio", time.Second/30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link.RealTime(metrics.RealTimeInfo{Policy: "SCHED_FIFO", Priority: 80, CPUs: "1"})
+	if err := set.Servos("emio", func(dst []metrics.ServoReading) []metrics.ServoReading {
+		return append(dst, metrics.ServoReading{ID: 0, TemperatureC: 30, LimitC: 80})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := set.Faults("emio", []string{"no_partner"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := set.Camera("emio", time.Second/30); err != nil {
@@ -101,58 +233,4 @@ func exported(t *testing.T) map[string]bool {
 		names[f.GetName()] = true
 	}
 	return names
-}
-
-// Every panel of the dashboard is complete and queries metrics the bridge
-// really exports.
-func TestGrafanaDashboard(t *testing.T) {
-	b, err := os.ReadFile("grafana-dashboard.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d struct {
-		UID        string
-		Title      string
-		Templating struct{ List []struct{ Name string } }
-		Panels     []struct {
-			ID          int
-			Type        string
-			Title       string
-			Description string
-			Datasource  struct{ UID string }
-			Targets     []struct{ RefID, Expr string }
-		}
-	}
-	if err := json.Unmarshal(b, &d); err != nil {
-		t.Fatal(err)
-	}
-	vars := map[string]bool{}
-	for _, v := range d.Templating.List {
-		vars[v.Name] = true
-	}
-	for _, v := range []string{"datasource", "job", "instance"} {
-		if !vars[v] {
-			t.Errorf("no $%s variable", v)
-		}
-	}
-	names := exported(t)
-	metricRE := regexp.MustCompile(`\bbridge_[a-z_]+`)
-	seen := map[int]bool{}
-	for _, p := range d.Panels {
-		if seen[p.ID] || p.Title == "" || p.Description == "" || p.Datasource.UID != "${datasource}" || len(p.Targets) == 0 {
-			t.Errorf("panel %d %q is incomplete", p.ID, p.Title)
-		}
-		seen[p.ID] = true
-		for _, tg := range p.Targets {
-			if strings.Contains(tg.Expr, "rate(") && !strings.Contains(tg.Expr, "[$__rate_interval]") {
-				t.Errorf("panel %q: rate without $__rate_interval: %s", p.Title, tg.Expr)
-			}
-			for _, m := range metricRE.FindAllString(tg.Expr, -1) {
-				base := strings.TrimSuffix(m, "_bucket")
-				if !names[base] {
-					t.Errorf("panel %q queries %s, which the bridge does not export", p.Title, m)
-				}
-			}
-		}
-	}
 }

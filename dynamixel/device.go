@@ -281,7 +281,7 @@ func LatencyAdvice(ttyPath string, ms int) string {
 		"and the servo loop runs at about %d Hz at most; set it to 1 ms (docs/dynamixel.md §11).\n"+
 		"Now, until the adapter is replugged:\n"+
 		"  echo 1 | sudo tee /sys/bus/usb-serial/devices/%s/latency_timer\n"+
-		"For good, with a udev rule (shipped as deploy/99-bridge-u2d2.rules):\n"+
+		"For good, with a udev rule (shipped as deploy/99-bridge.rules; bridge install places it):\n"+
 		"  ACTION==\"add\", SUBSYSTEM==\"usb-serial\", DRIVER==\"ftdi_sio\", ATTR{latency_timer}=\"1\"",
 		ttyPath, ms, ms, 1000/ms, name)
 }

@@ -304,7 +304,7 @@ func TestLatencyAdvice(t *testing.T) {
 			fmt.Sprintf("latency timer is %d ms", tt.ms),
 			"echo 1 | sudo tee /sys/bus/usb-serial/devices/" + tt.sysfs + "/latency_timer\n",
 			`ACTION=="add", SUBSYSTEM=="usb-serial", DRIVER=="ftdi_sio", ATTR{latency_timer}="1"`,
-			"deploy/99-bridge-u2d2.rules",
+			"deploy/99-bridge.rules",
 		} {
 			if !strings.Contains(got, want) {
 				t.Errorf("LatencyAdvice(%s, %d) lacks %q:\n%s", tt.tty, tt.ms, want, got)
@@ -314,13 +314,13 @@ func TestLatencyAdvice(t *testing.T) {
 }
 
 func TestAdviceRuleMatchesDeployedRule(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "deploy", "99-bridge-u2d2.rules"))
+	b, err := os.ReadFile(filepath.Join("..", "deploy", "99-bridge.rules"))
 	if err != nil {
 		t.Skipf("deploy rules not found: %v", err)
 	}
 	const rule = `ACTION=="add", SUBSYSTEM=="usb-serial", DRIVER=="ftdi_sio", ATTR{latency_timer}="1"`
 	if !strings.Contains(string(b), rule) {
-		t.Errorf("deploy/99-bridge-u2d2.rules lacks the rule LatencyAdvice quotes: %s", rule)
+		t.Errorf("deploy/99-bridge.rules lacks the rule LatencyAdvice quotes: %s", rule)
 	}
 }
 
@@ -608,7 +608,7 @@ func ExampleLatencyAdvice() {
 	// dynamixel: /dev/ttyUSB7: the FTDI latency timer is 16 ms, so every read waits up to 16 ms and the servo loop runs at about 62 Hz at most; set it to 1 ms (docs/dynamixel.md §11).
 	// Now, until the adapter is replugged:
 	//   echo 1 | sudo tee /sys/bus/usb-serial/devices/ttyUSB7/latency_timer
-	// For good, with a udev rule (shipped as deploy/99-bridge-u2d2.rules):
+	// For good, with a udev rule (shipped as deploy/99-bridge.rules; bridge install places it):
 	//   ACTION=="add", SUBSYSTEM=="usb-serial", DRIVER=="ftdi_sio", ATTR{latency_timer}="1"
 	// ""
 }

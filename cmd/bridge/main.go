@@ -35,6 +35,7 @@ Usage:
   bridge sim meca500 [-listen ADDR] serve a simulated Meca500 arm on a TCP port
   bridge sim vrep [-protocol az|zmq] serve a simulated V-REP/CoppeliaSim scene (-listen ADDR)
   bridge cameras                    list the connected RealSense cameras by serial
+  bridge install -name NAME         install the systemd service of robot NAME (-root DIR, -print-udev)
   bridge track -color FILE.png      run the marker tracker on saved images (-depth, -params, -json, -mask)
   bridge bench loop|link|links|servos|tracker|vrep  measure the loop, a link on loopback, many links in one process, the servo cycle, the tracker, a scene
   bridge startUDP [emioapi flags]   emioapi's "python -m emioapi startUDP", flags honoured
@@ -86,6 +87,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdTrack(ctx, rest, stdout, stderr)
 	case "cameras":
 		err = cmdCameras(ctx, rest, stdout, stderr)
+	case "install":
+		err = cmdInstall(ctx, rest, stdout, stderr)
 	case "startUDP", "startudp":
 		err = cmdStartUDP(ctx, rest, stdout, stderr)
 	case "version", "-version", "--version":

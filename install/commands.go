@@ -1,0 +1,69 @@
+package install
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strings"
+)
+
+// ErrCommand is a command of Run that failed.
+var ErrCommand = errors.New("install: command failed")
+
+// Commands are what makes the running system take up instance name's
+// files, in order: the configuration checked, the user, the udev rules (the adapter's rule starts the
+// instance when the adapter is there; "add" so that the FTDI latency rule
+// applies too), the unit, and the instance, enabled for the next boots.
+func Commands(name string) [][]string {
+	return [][]string{
+		{BinaryPath, "check", "-config", ConfigPath(name)},
+		{"systemd-sysusers"},
+		{"udevadm", "control", "--reload"},
+		{"udevadm", "trigger", "--action=add", "--subsystem-match=tty", "--subsystem-match=usb-serial",
+			"--subsystem-match=misc", "--subsystem-match=usb"},
+		{"systemctl", "daemon-reload"},
+		{"systemctl", "enable", "--now", "bridge@" + name},
+	}
+}
+
+// PrintCommands writes the commands left to run, one a line, to w.
+func PrintCommands(w io.Writer, cmds [][]string) {
+	fmt.Fprintln(w, "then run, as root:")
+	for _, c := range cmds {
+		fmt.Fprintf(w, "  %s\n", strings.Join(c, " "))
+	}
+}
+
+// Run runs the commands one after the other, saying each on stdout, and
+// stops at the first that fails.
+func Run(ctx context.Context, cmds [][]string, stdout, stderr io.Writer) error {
+	for _, c := range cmds {
+		fmt.Fprintf(stdout, "running %s\n", strings.Join(c, " "))
+		cmd := exec.CommandContext(ctx, c[0], c[1:]...)
+		cmd.Stdout, cmd.Stderr = stdout, stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("%w: %s: %w (run the rest by hand: bridge install prints them)", ErrCommand, strings.Join(c, " "), err)
+		}
+	}
+	return nil
+}
+
+// CallerEmioapi is ~/.config/emioapi of the user who ran the command: the
+// one sudo names in SUDO_USER (sudo sets HOME to root's), else the user of
+// HOME. It is "" when neither has a home.
+func CallerEmioapi(getenv func(string) string) string {
+	home := getenv("HOME")
+	if name := getenv("SUDO_USER"); name != "" {
+		if u, err := user.Lookup(name); err == nil && u.HomeDir != "" {
+			home = u.HomeDir
+		}
+	}
+	if home == "" {
+		return ""
+	}
+	return filepath.Join(home, ".config", "emioapi")
+}
