@@ -243,7 +243,7 @@ func (w *Watcher) level(p *probeState, now time.Time) {
 	case !p.on && now.Sub(p.seen) >= p.After:
 		w.start(p, p.seen, 0)
 	case p.on && now.Sub(p.logged) >= w.cfg.Repeat:
-		w.log.Warn(p.Title+" (still)", "fault", p.Name, "detail", p.detail, "for", roundDur(now.Sub(p.since)))
+		w.log.Warn(p.Title+" (still)", "fault", p.Name, "detail", p.detail, "for", roundDur(now.Sub(p.since)).String())
 		p.logged = now
 	}
 }
@@ -281,7 +281,7 @@ func (w *Watcher) count(p *probeState, now time.Time) {
 		w.end(p, now)
 	case rose && now.Sub(p.logged) >= w.cfg.Repeat:
 		w.log.Warn(p.Title+" (still)", "fault", p.Name, "detail", p.detail,
-			"events", n-p.loggedN, "in", roundDur(now.Sub(p.logged)), "for", roundDur(now.Sub(p.since)))
+			"events", n-p.loggedN, "in", roundDur(now.Sub(p.logged)).String(), "for", roundDur(now.Sub(p.since)).String())
 		p.logged, p.loggedN = now, n
 	}
 }
@@ -309,7 +309,7 @@ func (w *Watcher) start(p *probeState, since time.Time, base uint64) {
 }
 
 func (w *Watcher) end(p *probeState, now time.Time) {
-	attrs := []any{"fault", p.Name, "lasted", roundDur(now.Sub(p.since))}
+	attrs := []any{"fault", p.Name, "lasted", roundDur(now.Sub(p.since)).String()}
 	if p.Events != nil {
 		attrs = append(attrs, "events", p.events-p.base)
 	}
@@ -346,7 +346,8 @@ func (w *Watcher) Health() error {
 	return nil
 }
 
-// roundDur keeps durations in logs readable: 12.3s, not 12.345678901s.
+// roundDur keeps durations in logs readable: 12.3s, not 12.345678901s;
+// they are logged as text, which JSON would otherwise give in nanoseconds.
 func roundDur(d time.Duration) time.Duration {
 	switch {
 	case d >= time.Minute:

@@ -192,6 +192,13 @@ echo "healthz: $(healthz)"
 [[ $(healthz) == 503* ]] || fail "the link did not notice the adapter going"
 [[ $(prop ActiveState)/$(prop SubState) == active/running ]] || fail "stopped with the adapter"
 [[ $(prop MainPID) == "$pid" && $(prop NRestarts) == 0 ]] || fail "restarted: MainPID $(prop MainPID), NRestarts $(prop NRestarts)"
+# STATUS= says what is wrong now, and the journal has it at warning.
+[[ $(prop StatusText) == *"device is not reachable"* ]] || fail "STATUS= does not say the device is down: $(prop StatusText)"
+warnings=$(nsx journalctl --no-pager -u bridge@a -p warning -o cat)
+echo "journalctl -p warning:"
+echo "$warnings" | cut -c1-240 | sed 's/^/  /'
+grep -q '"fault":"device_down"' <<<"$warnings" || fail "journalctl -p warning lacks the device_down fault"
+if grep -q '"level":"INFO"' <<<"$warnings"; then fail "INFO lines at priority warning: the priority prefix is missing"; fi
 
 echo "== 4. the adapter comes back"
 adapter
@@ -199,6 +206,8 @@ waitfor 30 healthy || fail "not healthy again: $(healthz)"
 show
 echo "healthz: $(healthz)"
 [[ $(prop MainPID) == "$pid" && $(prop NRestarts) == 0 ]] || fail "restarted: MainPID $(prop MainPID), NRestarts $(prop NRestarts)"
+
+[[ $(prop StatusText) != *"not reachable"* ]] || fail "STATUS= still says the device is down: $(prop StatusText)"
 
 echo "== /metrics under the unit's sandbox"
 metrics=$(nsx bash -c 'exec 3<>/dev/tcp/127.0.0.1/9310 && printf "GET /metrics HTTP/1.0\r\n\r\n" >&3 && cat <&3')
