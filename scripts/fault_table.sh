@@ -18,7 +18,7 @@ M=127.0.0.1:19410
 
 # The Emio link only, with the metrics on $M; $1 edits it (sed script).
 config() {
-	awk 'NR > 1 && /^\[\[link\]\]/ { n++ } n < 1' "$repo/bridge.toml" |
+	awk '/^\[\[link\]\]/ { n++ } n < 2' "$repo/bridge.toml" |
 		sed -e "s|^metrics = .*|metrics = \"$M\"|" -e "s|^log_format = .*|log_format = \"json\"|" -e "${1:-}" >"$W/emio.toml"
 }
 
