@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -161,8 +162,9 @@ type Camera struct {
 	ageHist   latency.Histogram
 	valid     atomic.Bool
 	serving   atomic.Bool
-	streaming atomic.Bool // between a successful open and the next failure or stop
-	warned    bool        // the thread set-up warning was logged (Serve's goroutines, one at a time)
+	streaming atomic.Bool           // between a successful open and the next failure or stop
+	lastErr   atomic.Pointer[error] // why the last Serve failed; nil once streaming
+	warned    bool                  // the thread set-up warning was logged (Serve's goroutines, one at a time)
 }
 
 // New checks cfg.
@@ -209,6 +211,15 @@ func (c *Camera) Serve(ctx context.Context) error {
 		return fmt.Errorf("camera %s: already serving", c.cfg.Name)
 	}
 	defer c.serving.Store(false)
+	err := c.serve(ctx)
+	if err != nil {
+		// Health says why the camera is down, not only that it is.
+		c.lastErr.Store(&err)
+	}
+	return err
+}
+
+func (c *Camera) serve(ctx context.Context) error {
 	st, err := c.cfg.Source.Open(ctx)
 	if err != nil {
 		c.cfg.Observer.ObserveUp(false)
@@ -224,6 +235,7 @@ func (c *Camera) Serve(ctx context.Context) error {
 		return err
 	}
 	c.cfg.Observer.ObserveUp(true)
+	c.lastErr.Store(nil)
 	c.streaming.Store(true)
 	defer c.streaming.Store(false)
 	c.log.Info("camera: streaming", "camera", c.cfg.Name, "width", st.Width, "height", st.Height, "fps", st.FPS)
@@ -428,7 +440,23 @@ func (c *Camera) Health() error {
 	if c.Streaming() {
 		return nil
 	}
+	if why := c.Why(); why != "" {
+		return fmt.Errorf("camera %s: %w (%s)", c.cfg.Name, ErrNotStreaming, why)
+	}
 	return fmt.Errorf("camera %s: %w", c.cfg.Name, ErrNotStreaming)
+}
+
+// Why says why the camera does not stream: the last failure, without the
+// camera's name ("open: realsense: no such device: …"); "" while it
+// streams or before anything failed.
+func (c *Camera) Why() string {
+	if c.Streaming() {
+		return ""
+	}
+	if p := c.lastErr.Load(); p != nil {
+		return strings.TrimPrefix((*p).Error(), "camera "+c.cfg.Name+": ")
+	}
+	return ""
 }
 
 // Status is one short line for a person watching the link: the newest

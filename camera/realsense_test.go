@@ -187,6 +187,19 @@ func TestHealthAndStatus(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	// Unplugged: the health says why, without the camera's name twice.
+	src.mu.Lock()
+	src.gone = true
+	src.mu.Unlock()
+	if err := c.Serve(context.Background()); err == nil {
+		t.Fatal("Serve on an unplugged camera: no error")
+	}
+	if got, want := c.Why(), "open: fake: no device: "+ErrDisconnected.Error(); got != want {
+		t.Errorf("Why %q, want %q", got, want)
+	}
+	if err := c.Health(); !errors.Is(err, ErrNotStreaming) || !strings.HasSuffix(err.Error(), "("+c.Why()+")") {
+		t.Errorf("health unplugged: %v", err)
+	}
 	// Without cgo, a RealSense source fails for good: the supervisor must
 	// not retry it for ever.
 	if _, err := NewRealSense(realsense.Config{Width: 640, Height: 480, FPS: 30, Color: true, Depth: true}, 30, clock).Open(context.Background()); errors.Is(err, realsense.ErrNoCgo) && !errors.Is(err, plant.ErrPermanent) {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -489,10 +490,10 @@ func (p *EmioPlant) camera(b *builder, ps *parts, servos *dxlsim.Bus, ids []byte
 		Name: "camera_down", Title: "the camera delivers no frames; the markers are held", After: cameraDownAfter,
 		Advice: "check the camera's USB cable (a USB 3 port) and run `bridge cameras`; the bridge reopens it by itself",
 		Level: func() (bool, string) {
-			if err := cam.Health(); err != nil {
-				return true, err.Error()
+			if cam.Streaming() {
+				return false, ""
 			}
-			return false, ""
+			return true, cmp.Or(cam.Why(), "it has not streamed yet")
 		},
 	})
 	b.env.Logger.Info("camera", "link", b.link.Name, "kind", c.Kind, "side", c.Side, "sort", c.Sort, "clock", b.link.Clock,
