@@ -301,6 +301,8 @@ func (p *EmioPlant) build(b *builder) (*parts, error) {
 	cfg := emio.Config{
 		IDs: ids, Mode: mode, ProfileVelocity: int64(*p.ProfileVelocity), Markers: *p.NbMarkers, Fast: *p.FastSyncRead,
 		Logger: log,
+		// Each servo's temperature about once a second, whatever the rate.
+		StatusEvery: max(1, int(b.link.RateHz)/len(ids)),
 	}
 	latency, margin := p.LatencyTimer.Duration, 3*time.Millisecond
 	var servos *dxlsim.Bus
