@@ -3,6 +3,7 @@ package config
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"strings"
@@ -100,9 +101,11 @@ func TestBuildDefaultRuns(t *testing.T) {
 	if strings.Join(names, ",") != "camera,faults" {
 		t.Errorf("dependencies %v, want the camera and the fault watcher", names)
 	}
-	sup := serveBuilt(t, b)
+	serveBuilt(t, b)
 	waitFor(t, "running with the camera streaming", func() bool {
-		return b.Link.State() == bridge.Running && b.Link.Applied() > 3 && sup.Health() == nil
+		st := b.Status()
+		streaming := len(st) > 0 && strings.HasPrefix(st[0], "frame ") && !strings.Contains(st[0], "not streaming")
+		return b.Link.State() == bridge.Running && b.Link.Applied() > 3 && streaming && healthyButBusy(b)
 	})
 	if st := b.Status(); len(st) != 2 || !strings.HasPrefix(st[0], "frame ") || !strings.HasPrefix(st[1], "lock ") {
 		t.Errorf("status %q, want the camera's and its lock's", st)
@@ -141,11 +144,26 @@ func TestBuildHealthReportsCameraDown(t *testing.T) {
 	}
 	sup := serveBuilt(t, b)
 	waitFor(t, "running", func() bool { return b.Link.State() == bridge.Running })
-	waitFor(t, "the camera fault", func() bool { return sup.Health() != nil })
-	err = sup.Health()
-	if !errors.Is(err, fault.ErrFault) || !strings.Contains(err.Error(), "link emio: the camera delivers no frames; the markers are held (open: ") {
-		t.Errorf("health %v, want the camera named as not streaming", err)
+	// Whatever else a busy machine adds (an overrun, a late servo reply).
+	const want = "link emio: the camera delivers no frames; the markers are held (open: "
+	waitFor(t, "the camera fault", func() bool { return strings.Contains(fmt.Sprint(sup.Health()), want) })
+	if err := sup.Health(); !errors.Is(err, fault.ErrFault) {
+		t.Errorf("health %v, want a fault", err)
 	}
+}
+
+// busyFaults are the faults a loaded test machine causes on a healthy link:
+// a tick that overran, a servo reply that came too late.
+var busyFaults = map[string]bool{"overruns": true, "servo_silent": true}
+
+// healthyButBusy reports whether the link has no fault but those.
+func healthyButBusy(b *Built) bool {
+	for _, a := range b.Faults.Active() {
+		if !busyFaults[a.Name] {
+			return false
+		}
+	}
+	return true
 }
 
 // A device that cannot be opened does not stop the build: the link starts
