@@ -197,10 +197,25 @@ type fileLink struct {
 
 // ParseConfig decodes and validates a TOML document.
 func ParseConfig(data []byte) (*Config, error) {
+	if err := notText(data); err != nil {
+		return nil, err
+	}
+	// The file as plain tables first: it says which keys were written (a
+	// written 0 is refused, an absent key takes its default) and what value
+	// a type error is about.
+	var raw map[string]any
+	if _, err := toml.Decode(string(data), &raw); err != nil {
+		return nil, decodeError(err)
+	}
+	if errs, stop := rawChecks(raw); stop {
+		return nil, capErrors(errs)
+	} else if len(errs) > 0 {
+		return nil, capErrors(errs)
+	}
 	var f fileConfig
 	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&f)
 	if err != nil {
-		return nil, decodeError(err)
+		return nil, typedDecodeError(err, data, raw)
 	}
 	c := &Config{Service: f.Service}
 	var errs []error
@@ -220,7 +235,7 @@ func ParseConfig(data []byte) (*Config, error) {
 	}
 	errs = append(errs, undecodedErrors(md.Undecoded())...)
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, capErrors(errs)
 	}
 	c.fillDefaults()
 	if err := c.Validate(); err != nil {
@@ -229,13 +244,42 @@ func ParseConfig(data []byte) (*Config, error) {
 	return c, nil
 }
 
-// decodeError is the TOML library's error, with the offending line shown.
+// decodeError is the TOML library's error, with the offending line shown,
+// its bytes escaped and its lines shortened: the line may be binary or
+// megabytes long.
 func decodeError(err error) error {
 	var pe toml.ParseError
 	if errors.As(err, &pe) {
-		return fmt.Errorf("%w: %s", ErrConfig, parseErrorText(pe))
+		return fmt.Errorf("%w: %s", ErrConfig, shortLines(parseErrorText(pe)))
 	}
-	return fmt.Errorf("%w: %v", ErrConfig, err)
+	return fmt.Errorf("%w: %s", ErrConfig, shortLines(err.Error()))
+}
+
+// typedDecodeError is a decode error into the typed tables: a type
+// mismatch in the user's words, else the library's.
+func typedDecodeError(err error, data []byte, raw map[string]any) error {
+	if line, key, _, ok := typeError(err); ok && strings.HasPrefix(key, "link.") {
+		links, _ := raw["link"].([]map[string]any)
+		if i := linkAtLine(data, line); i >= 0 && i < len(links) {
+			name, _ := links[i]["name"].(string)
+			if e, ok := mismatch(err, linkKey(i, name)+".", "link.", links[i]); ok {
+				return e
+			}
+		}
+	} else if e, ok := mismatch(err, "", "", raw); ok {
+		return e
+	}
+	return decodeError(err)
+}
+
+// shortLines escapes what is not printable in each line of s and cuts
+// each line to a readable length.
+func shortLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = shorten(l, 200)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // parseErrorText is the TOML error with the offending line shown.
@@ -258,6 +302,9 @@ func LoadConfig(path string) (*Config, error) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	c, err := ParseConfig(b)
+	if err == nil {
+		err = c.CheckPorts()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -267,7 +314,7 @@ func LoadConfig(path string) (*Config, error) {
 // linkKey names a link in messages: by name, else by position.
 func linkKey(i int, name string) string {
 	if name != "" {
-		return fmt.Sprintf("link %q", name)
+		return "link " + show(quote(name))
 	}
 	return fmt.Sprintf("link[%d]", i)
 }
@@ -347,7 +394,7 @@ type validator struct {
 }
 
 func (v *validator) bad(key string, val any, want string) {
-	v.errs = append(v.errs, fmt.Errorf("%w: %s%s = %v: want %s", ErrConfig, v.prefix, key, val, want))
+	v.errs = append(v.errs, fmt.Errorf("%w: %s%s = %s: want %s", ErrConfig, v.prefix, key, show(val), want))
 }
 
 func quote(s string) string { return fmt.Sprintf("%q", s) }
@@ -385,17 +432,20 @@ func (c *Config) Validate() error {
 			lv.bad("name", `""`, "a non-empty name")
 		case names[l.Name]:
 			lv.bad("name", quote(l.Name), "a name used by no other link")
+		default:
+			checkName(lv, l.Name)
 		}
 		names[l.Name] = true
 		l.validate(lv)
 		v.errs = append(v.errs, lv.errs...)
 	}
-	return errors.Join(v.errs...)
+	return capErrors(v.errs)
 }
 
 func (l *Link) validate(v *validator) {
 	if !(l.RateHz >= 1 && l.RateHz <= 10000) {
-		v.bad("rate_hz", l.RateHz, "1..10000")
+		v.bad("rate_hz", l.RateHz, "1..10000 ticks per second, like 30 (emioapi's camera rate)")
+		return // the period, and every check against it, derives from the rate
 	}
 	if _, err := bridge.ParseApplyMode(l.Apply); err != nil {
 		v.bad("apply", quote(l.Apply), "previous or immediate")

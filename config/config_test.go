@@ -344,6 +344,7 @@ func FuzzParseConfig(f *testing.F) {
 			if !errors.Is(err, ErrConfig) {
 				t.Fatalf("error %v does not wrap ErrConfig", err)
 			}
+			checkMessage(t, err)
 			return
 		}
 		for i := range c.Links {

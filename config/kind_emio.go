@@ -201,6 +201,10 @@ func (p *EmioPlant) validate(l *Link, v *validator) {
 	case nm < 1 && c.Kind != "none":
 		v.bad("plant.nb_markers", nm, "1..16 with a camera")
 		return
+	case nm < 1 && (p.Y0 != nil || p.J != nil):
+		// One error for the one mistake: y0 and j model markers.
+		v.bad("plant.nb_markers", nm, "1..16 with y0 and j (they model the markers); or remove y0 and j")
+		return
 	}
 	validateMarkerModel(v, p.Y0, p.J, nm, len(p.IDs))
 	switch c.Kind {

@@ -104,7 +104,7 @@ func decodePlant(md toml.MetaData, raw toml.Primitive, link string) (Plant, []er
 	if v, ok := keys["kind"]; ok {
 		s, isString := v.(string)
 		if !isString {
-			return &SimPlant{}, bad(".kind = %v: want a string, %s", v, kindNames())
+			return &SimPlant{}, bad(".kind = %s: want a string, %s", show(v), kindNames())
 		}
 		name = s
 	}
@@ -113,15 +113,18 @@ func decodePlant(md toml.MetaData, raw toml.Primitive, link string) (Plant, []er
 		if to, renamed := renamedKinds[name]; renamed {
 			return &SimPlant{}, bad(".kind = %q: this kind is now called %q; rename it (bridge.toml shows the layout)", name, to)
 		}
-		return &SimPlant{}, bad(".kind = %q: want %s", name, kindNames())
+		return &SimPlant{}, bad(".kind = %s: want %s", show(quote(name)), kindNames())
 	}
 	p := k.new()
 	if err := md.PrimitiveDecode(raw, p); err != nil {
-		return p, bad(": %v", decodeError(err))
+		if e, ok := mismatch(err, link+".plant.", "link.plant.", keys); ok {
+			return p, []error{e}
+		}
+		return p, []error{decodeError(err)}
 	}
 	var errs []error
 	for _, key := range unknownKeys(keys, reflect.TypeOf(p), "") {
-		errs = append(errs, fmt.Errorf("%w: %s.plant.%s: %s", ErrConfig, link, key, unknownPlantKey(name, key, p)))
+		errs = append(errs, fmt.Errorf("%w: %s.plant.%s: %s", ErrConfig, link, show(key), unknownPlantKey(name, key, p)))
 	}
 	return p, errs
 }
@@ -191,7 +194,7 @@ func undecodedErrors(keys []toml.Key) []error {
 			seenTable["link.camera"] = true
 			n = "link.camera"
 		}
-		errs = append(errs, fmt.Errorf("%w: %s %s", ErrConfig, n, msg))
+		errs = append(errs, fmt.Errorf("%w: %s %s", ErrConfig, show(n), msg))
 	}
 	return errs
 }

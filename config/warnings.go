@@ -1,0 +1,70 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Warnings lists what the configuration allows but will not do as
+// written, one line each, for `bridge check` and the start of a run to
+// print. Today: a Dynamixel bus too slow for its link's rate, which would
+// otherwise tick at what the bus carries and count overruns silently.
+func (c *Config) Warnings() []string {
+	var out []string
+	for i := range c.Links {
+		l := &c.Links[i]
+		if p, ok := l.Plant.(*EmioPlant); ok {
+			if w := p.busWarning(l, linkKey(i, l.Name)); w != "" {
+				out = append(out, w)
+			}
+		}
+	}
+	return out
+}
+
+// busLoad is the share of the period one tick's bus transactions may take:
+// the rest is for the UDP exchange and the loop's own work.
+const busLoad = 0.8
+
+// busTick is the time of one tick's servo transactions (docs/dynamixel.md
+// §10): a (Fast) Sync Read of the present positions and a Sync Write of
+// the goals at 10 bits a byte, one latency timer of the USB adapter for the
+// read's reply, and the servos' Return Delay Time (once for a Fast Sync
+// Read, whose replies chain; once per servo otherwise).
+func busTick(n, baud int, fast bool, latency, returnDelay time.Duration) (tick time.Duration, bytes int) {
+	// Instruction 14+n bytes; replies: one of 8+8n (fast) or n of 15;
+	// Sync Write 14+5n. Four servos: 92 and 112 bytes, as captured.
+	bytes = 14 + n + 14 + 5*n
+	delays := returnDelay
+	if fast {
+		bytes += 8 + 8*n
+	} else {
+		bytes += 15 * n
+		delays = time.Duration(n) * returnDelay
+	}
+	wire := time.Duration(bytes) * 10 * time.Second / time.Duration(baud)
+	return wire + latency + delays, bytes
+}
+
+// busWarning says when the link's rate asks more of the bus than it
+// carries, and what to change.
+func (p *EmioPlant) busWarning(l *Link, link string) string {
+	latency, assumed := p.LatencyTimer.Duration, ""
+	switch {
+	case latency == 0 && p.Port == "sim":
+		latency = time.Millisecond // what build gives the simulated adapter
+	case latency == 0:
+		latency, assumed = 16*time.Millisecond, " (latency_timer = 0: assumed the Linux default, 16 ms)"
+	}
+	const returnDelay = 500 * time.Microsecond // the XM430's default, 250 × 2 µs
+	tick, bytes := busTick(len(p.IDs), p.Baud, *p.FastSyncRead, latency, returnDelay)
+	period := time.Duration(float64(time.Second) / l.RateHz)
+	if float64(tick) <= busLoad*float64(period) {
+		return ""
+	}
+	carries := float64(time.Second) / float64(tick)
+	fit := math.Floor(busLoad * carries)
+	return fmt.Sprintf("%s: rate_hz = %s asks more than the Dynamixel bus carries: one tick's servo I/O takes %v (%d bytes at %d baud, latency timer %v%s, return delay %v) against a period of %v, so the loop would tick at about %.0f Hz with overruns; lower rate_hz to %.0f or less, set latency_timer = \"1ms\" on the adapter, or raise plant.baud",
+		link, show(l.RateHz), tick.Round(10*time.Microsecond), bytes, p.Baud, latency, assumed, returnDelay, period, carries, fit)
+}
