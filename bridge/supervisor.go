@@ -141,6 +141,9 @@ type linkEntry struct {
 	deps []Part
 	// setStateFailed: SetState's error is logged once per link.
 	setStateFailed atomic.Bool
+	// partnerLost: the last handshake began with a partner lost, so the
+	// next handshake done is logged as RECONNECTED.
+	partnerLost atomic.Bool
 }
 
 // NewSupervisor returns an empty supervisor.
@@ -419,9 +422,52 @@ func (s *Supervisor) drainNow(e *linkEntry) {
 	}
 }
 
+// linkStatus is the status a transition reports in the README's words
+// (TIMEOUT, RECONNECTED: the emioapi names, docs/simulink-udp.md), "" when
+// none applies, and a sentence for the person reading the log.
+// reconnect says a handshake done follows a partner lost.
+func linkStatus(ev Event, reconnect bool) (status, says string) {
+	link := "link " + ev.Link + ": "
+	switch {
+	case ev.Cause == CausePartnerLost:
+		return "TIMEOUT", link + "TIMEOUT: the Simulink host stopped answering (consecutive timeouts or out-of-sequence replies); " +
+			"holding the last command and handshaking again (is the model still running?)"
+	case ev.Cause == CauseHandshake && ev.From == Handshaking && ev.To == Running && reconnect:
+		return "RECONNECTED", link + "RECONNECTED: the Simulink host answers again; running from seq 0"
+	case ev.Cause == CauseHandshake:
+		return "", link + "handshake done: the Simulink host answers; running"
+	case ev.Cause == CauseStart && ev.To == Handshaking:
+		return "HANDSHAKING", link + "HANDSHAKING: waiting for the Simulink host (start the model)"
+	case ev.To == Degraded:
+		return "", link + "degraded: a device is down; applying nothing while the bridge reopens it"
+	case ev.Cause == CauseDeviceReopened:
+		return "", link + "device reopened; " + ev.To.String()
+	case ev.To == Stopped:
+		return "", link + "stopped"
+	}
+	return "", link + ev.From.String() + " -> " + ev.To.String() + " (" + ev.Cause + ")"
+}
+
 func (s *Supervisor) emit(e *linkEntry, ev Event) {
 	ev.Time = time.Now()
-	attrs := []any{"link", ev.Link, "from", ev.From.String(), "to", ev.To.String(), "cause", ev.Cause}
+	// The message is for the person reading the log; machines match on
+	// event = "link state" and the keys from, to, cause and status.
+	attrs := []any{"event", "link state", "link", ev.Link, "from", ev.From.String(), "to", ev.To.String(), "cause", ev.Cause}
+	// A handshake done after a partner lost is RECONNECTED; one after the
+	// start, or after a device came back, is the first.
+	var reconnect bool
+	switch ev.Cause {
+	case CausePartnerLost:
+		e.partnerLost.Store(true)
+	case CauseHandshake:
+		reconnect = e.partnerLost.Swap(false)
+	case CauseStart:
+		e.partnerLost.Store(false)
+	}
+	status, says := linkStatus(ev, reconnect)
+	if status != "" {
+		attrs = append(attrs, "status", status)
+	}
 	if ev.Err != nil {
 		attrs = append(attrs, "err", ev.Err)
 	}
@@ -429,7 +475,7 @@ func (s *Supervisor) emit(e *linkEntry, ev Event) {
 	if ev.To == Degraded {
 		level = slog.LevelWarn
 	}
-	s.logger.Log(context.Background(), level, "link state", attrs...)
+	s.logger.Log(context.Background(), level, says, attrs...)
 	if e.obs != nil {
 		if err := e.obs.SetState(ev.To.String()); err != nil && e.setStateFailed.CompareAndSwap(false, true) {
 			s.logger.Error("link state not recorded by its observer", "link", ev.Link, "state", ev.To.String(), "err", err)

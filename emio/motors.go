@@ -340,7 +340,7 @@ func (m *Motors) setup(ctx context.Context, port dynamixel.Port, bc dynamixel.Bu
 	clear(m.limitRead)
 	copy(m.hwDue, m.alerting)
 	isFast, _ := g.Fast()
-	m.log.Info("emio: motors ready", "ids", fmt.Sprint(m.cfg.IDs), "mode", m.cfg.Mode.String(), "fast_sync_read", isFast,
+	m.log.Info("emio: motors ready", "ids", servoIDs(m.cfg.IDs), "mode", m.cfg.Mode.String(), "fast_sync_read", isFast,
 		"still_holding", holding)
 	return nil
 }
@@ -610,4 +610,17 @@ func (m *Motors) Close() error {
 	err := m.port.Close()
 	m.port, m.bus, m.group = nil, nil, nil
 	return err
+}
+
+// servoIDs logs servo IDs as a list of numbers ([0,1,2,3] in JSON), not
+// as the base64 text or the Go syntax of a []byte.
+type servoIDs []byte
+
+// LogValue implements slog.LogValuer.
+func (ids servoIDs) LogValue() slog.Value {
+	n := make([]int, len(ids))
+	for i, id := range ids {
+		n[i] = int(id)
+	}
+	return slog.AnyValue(n)
 }

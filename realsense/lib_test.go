@@ -96,8 +96,12 @@ func TestSearchDirFailureIsReported(t *testing.T) {
 		t.Skip("a librealsense2 is installed under a standard name; nothing to check")
 	}
 	if !errors.Is(err, ErrLibraryNotFound) || !strings.Contains(err.Error(), bogus) ||
-		!strings.Contains(err.Error(), "1 files in 1 search directories") {
+		!strings.Contains(err.Error(), "1 matching file(s) in "+dir) {
 		t.Errorf("got %v", err)
+	}
+	// Written for a user: no Go API names, the advice once.
+	if msg := err.Error(); strings.Contains(msg, "Options.") || strings.Count(msg, "pip install pyrealsense2") != 1 {
+		t.Errorf("the message names Go API or repeats its advice: %v", err)
 	}
 }
 
@@ -383,5 +387,27 @@ func TestReadAllocatesNothing(t *testing.T) {
 	}
 	if f.FrameNumber == 0 || f.Width != 640 {
 		t.Errorf("looped playback read frame #%d of width %d", f.FrameNumber, f.Width)
+	}
+}
+
+// Without the library and without python3's pyrealsense2, LoadAny says what
+// it searched and what to install, once, in a user's words.
+func TestLoadAnyNothingInstalled(t *testing.T) {
+	t.Setenv(EnvLibrary, "")
+	t.Setenv("PATH", t.TempDir()) // no python3
+	lib, err := LoadAny(context.Background())
+	if err == nil {
+		lib.Close()
+		t.Skip("a librealsense2 is installed under a standard name; nothing to check")
+	}
+	msg := err.Error()
+	for _, want := range []string{"searched the system's library path", "python3 has no pyrealsense2 package either",
+		`install it with "pip install pyrealsense2"`, EnvLibrary + "=/path/to/librealsense2.so"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("missing %q in %v", want, err)
+		}
+	}
+	if !errors.Is(err, ErrLibraryNotFound) || strings.Contains(msg, "Options.") || strings.Count(msg, "pip install") != 1 {
+		t.Errorf("got %v", err)
 	}
 }

@@ -213,7 +213,12 @@ func LoadAny(ctx context.Context) (*Lib, error) {
 	defer cancel()
 	dir, libpython, pyErr := FindPyrealsense2(pctx, "")
 	if pyErr != nil {
-		return nil, fmt.Errorf("%w (install Intel's librealsense2 package, or `pip install pyrealsense2`, or set %s to the library's path)", err, EnvLibrary)
+		// One error: what was searched, then the advice once.
+		var h *hintError
+		if errors.As(err, &h) {
+			return nil, withInstallHint(fmt.Errorf("%w; python3 has no pyrealsense2 package either", h.err))
+		}
+		return nil, err
 	}
 	opts := Options{SearchDirs: []string{dir}}
 	if libpython != "" {
@@ -285,3 +290,16 @@ func (f *Frame) check(color, depth bool, w, h int) error {
 	}
 	return nil
 }
+
+// installHint ends the errors that report a missing library: what a lab
+// installs, in the words of a person installing it.
+const installHint = `install it with "pip install pyrealsense2" (the Python package carries the library) ` +
+	`or the librealsense2 package of Intel's apt repository, or set ` + EnvLibrary + `=/path/to/librealsense2.so`
+
+// hintError is an error that ends with installHint, once.
+type hintError struct{ err error }
+
+func withInstallHint(err error) error { return &hintError{err: err} }
+
+func (h *hintError) Error() string { return h.err.Error() + "; " + installHint }
+func (h *hintError) Unwrap() error { return h.err }

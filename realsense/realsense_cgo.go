@@ -316,11 +316,6 @@ import (
 	"unsafe"
 )
 
-// installHint ends the errors that report a missing library.
-const installHint = `install it with "pip install pyrealsense2" (its extension module bundles the library; ` +
-	`pass its directory in Options.SearchDirs and the Python runtime in Options.Preload, see FindPyrealsense2) ` +
-	`or the librealsense2 package of Intel's apt repository, or set ` + EnvLibrary + ` to the library's path`
-
 // Compile-time check that our rs2_intrinsics has the documented 48-byte layout.
 var _ [48 - unsafe.Sizeof(C.rs2_intrinsics{})]struct{}
 var _ [unsafe.Sizeof(C.rs2_intrinsics{}) - 48]struct{}
@@ -343,7 +338,7 @@ func Load(opts Options) (*Lib, error) {
 		msg := C.rs_preload(cp)
 		C.free(unsafe.Pointer(cp))
 		if msg != nil {
-			return nil, fmt.Errorf("%w: cannot preload %q: %s; %s", ErrLibraryNotFound, p, C.GoString(msg), installHint)
+			return nil, withInstallHint(fmt.Errorf("%w: cannot preload the Python runtime %q: %s", ErrLibraryNotFound, p, C.GoString(msg)))
 		}
 	}
 	names, explicit := opts.candidates(os.Getenv(EnvLibrary))
@@ -369,24 +364,27 @@ func Load(opts Options) (*Lib, error) {
 			missing = err
 		}
 		if explicit && missing != nil {
-			return nil, fmt.Errorf("%w; %s", missing, installHint)
+			return nil, withInstallHint(missing)
 		}
 		if explicit {
-			return nil, fmt.Errorf("%w: %v; %s", ErrLibraryNotFound, err, installHint)
+			return nil, withInstallHint(fmt.Errorf("%w: %v", ErrLibraryNotFound, err))
 		}
 		if i >= standard {
 			found = append(found, err.Error())
 		}
 	}
 	if missing != nil {
-		return nil, fmt.Errorf("%w; %s", missing, installHint)
+		return nil, withInstallHint(missing)
 	}
 	detail := ""
 	if len(found) > 0 {
 		detail = " (" + strings.Join(found, "; ") + ")"
 	}
-	return nil, fmt.Errorf("%w: tried %s … %s and %d files in %d search directories%s; %s",
-		ErrLibraryNotFound, names[0], names[standard-1], len(names)-standard, len(opts.SearchDirs), detail, installHint)
+	searched := fmt.Sprintf("searched the system's library path for %s … %s", names[0], names[standard-1])
+	if len(opts.SearchDirs) > 0 {
+		searched += fmt.Sprintf(" and %d matching file(s) in %s", len(names)-standard, strings.Join(opts.SearchDirs, ", "))
+	}
+	return nil, withInstallHint(fmt.Errorf("%w: %s%s", ErrLibraryNotFound, searched, detail))
 }
 
 func loadOne(name string) (*C.rs_api, error) {

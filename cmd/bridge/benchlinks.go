@@ -49,8 +49,11 @@ func benchLinks(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return fmt.Errorf("bridge bench links: -gomaxprocs %q: want auto, 0 (the runtime's choice) or a number of Ps", *procsFlag)
 		}
 	}
-	if *duration <= 0 {
-		return fmt.Errorf("bridge bench links: -duration %v: want > 0", *duration)
+	if err := checkRate("bench links", "rate", *rate); err != nil {
+		return err
+	}
+	if err := checkDuration("bench links", "duration", *duration, false); err != nil {
+		return err
 	}
 	logger := config.Service{LogLevel: "warn", LogFormat: "text"}.Logger(stderr, false)
 	var runs []loopbench.LinksRun

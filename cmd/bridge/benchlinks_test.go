@@ -60,7 +60,7 @@ func TestBenchLinksFlags(t *testing.T) {
 		{[]string{"-model", "fibers"}, 1, "bridge bench links: -model: loopbench: model \"fibers\""},
 		{[]string{"-duration", "0s"}, 1, "bridge bench links: -duration 0s"},
 		{[]string{"-gomaxprocs", "many"}, 1, "bridge bench links: -gomaxprocs \"many\": want auto"},
-		{[]string{"-rate", "0", "-links", "1"}, 1, "rate_hz"},
+		{[]string{"-rate", "0", "-links", "1"}, 1, "bridge bench links: -rate 0: want a rate above 0 Hz"},
 		{[]string{"extra"}, 2, "unexpected argument"},
 		{[]string{"-help"}, 0, "Usage: bridge bench links"},
 	} {

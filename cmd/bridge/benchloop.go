@@ -33,6 +33,12 @@ func benchLoop(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(flags, args); err != nil {
 		return err
 	}
+	if err := checkRate("bench loop", "rate", cfg.Rate); err != nil {
+		return err
+	}
+	if err := checkDuration("bench loop", "duration", cfg.Duration, false); err != nil {
+		return err
+	}
 
 	res, err := loopbench.Run(ctx, cfg)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -37,6 +38,9 @@ func cmdCheck(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "  %s: %g Hz (clock %s), %s; %d measured and %d command values, %v -> %v, replies on %v, apply %s, halt %s\n",
 			l.Name, l.RateHz, l.Clock, l.Plant.Summary(), mc.MeasureLen, mc.CommandLen, mc.Bind, mc.Remote, mc.Listen, l.Apply, l.Halt)
 	}
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintf(stdout, "warning: %s\n", w)
+	}
 	return nil
 }
 
@@ -62,10 +66,13 @@ func cmdStartUDP(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	if err := checkDuration("startUDP", "duration", *duration, true); err != nil {
+		return err
+	}
 	if err := cfg.ApplyStartUDP(f); err != nil {
 		return err
 	}
-	return runConfig(ctx, cfg, from+" with startUDP flags", false, false, "-", *duration, stdout, stderr)
+	return addrInUse("run", cfg, runConfig(ctx, cfg, from+" with startUDP flags", false, false, nil, *duration, stdout, stderr))
 }
 
 // cmdPartner is `bridge partner`: the Simulink side.
@@ -95,6 +102,10 @@ func cmdPartner(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	duration := fs.Duration("duration", 0, "stop after this long (0 = until SIGINT/SIGTERM)")
 	asJSON := fs.Bool("json", false, "at exit, print the counters and the send timing as one JSON object on the last line (after the first line, which says where it listens)")
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := checkPartnerFlags(&pf, *nbMarkers, *motors, *rate, *duration, *replyDelay,
+		map[string]float64{"drop": *drop, "duplicate": *dup, "reorder": *reorder, "wrong-size": *wrong}); err != nil {
 		return err
 	}
 	// Without -config, the shape is the Emio's of -nb_markers and -motors.
@@ -190,11 +201,17 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	dma := fs.Bool("dma-latency", true, "hold /dev/cpu_dma_latency at 0 during the run, as cyclictest does")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	withCyclictest := fs.Bool("cyclictest", false, "then run cyclictest (Debian package rt-tests) at the same rate for as many wakes, priority 80 if 0, on CPU 1 if -1, and compare")
-	partnerMode := fs.String("partner", "builtin", "builtin: the partner in this process, as bridge sim runs it; process: `bridge partner` in a process of its own; external: a host already running (a real Simulink model) at -remote")
+	partnerMode := fs.String("partner", "builtin", "builtin: the partner in this process, as bridge sim runs it; process: the bridge partner command in a process of its own; external: a host already running (a real Simulink model) at -remote")
 	remote := fs.String("remote", "127.0.0.1:25000", "with -partner external: where the partner listens")
 	listen := fs.String("listen", "0.0.0.0:25001", "with -partner external: where its replies arrive")
 	bind := fs.String("bind", "0.0.0.0:9090", "with -partner external: source of the measurements")
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := checkRate("bench link", "rate", *rate); err != nil {
+		return err
+	}
+	if err := checkDuration("bench link", "duration", *duration, false); err != nil {
 		return err
 	}
 	if *partnerMode != "process" && *partnerMode != "builtin" && *partnerMode != "external" {
@@ -334,4 +351,40 @@ func partnerProcessTiming(peer *loopbench.Peer) (loopbench.SendTimingReport, err
 		return loopbench.SendTimingReport{}, fmt.Errorf("bridge bench link: partner process's last line %q: %w", last, err)
 	}
 	return r.SendTiming, nil
+}
+
+// checkPartnerFlags refuses values of bridge partner's flags that cannot
+// work, naming the flag and what it accepts.
+func checkPartnerFlags(pf *config.PartnerFlags, nbMarkers, motors int, rate float64, duration, replyDelay time.Duration,
+	probs map[string]float64) error {
+	if err := checkController(pf.Controller); err != nil {
+		return err
+	}
+	if nbMarkers < 0 {
+		return fmt.Errorf("bridge partner: -nb_markers %d: want 0 or more markers, like the model's mask value", nbMarkers)
+	}
+	if motors < 1 {
+		return fmt.Errorf("bridge partner: -motors %d: want 1 or more commands per reply (the Emio has 4)", motors)
+	}
+	if err := checkRate("partner", "rate", rate); err != nil {
+		return err
+	}
+	if err := checkDuration("partner", "duration", duration, true); err != nil {
+		return err
+	}
+	if replyDelay < 0 {
+		return fmt.Errorf("bridge partner: -reply-delay %v: want 0 (no delay) or a positive duration, like 20ms", replyDelay)
+	}
+	if err := checkRange("partner", "amplitude", pf.Amplitude, -math.MaxFloat64, math.MaxFloat64, "a finite amplitude in rad, like 0.2"); err != nil {
+		return err
+	}
+	if err := checkRange("partner", "frequency", pf.Frequency, 0, math.MaxFloat64, "a frequency of 0 Hz or more, like 0.5"); err != nil {
+		return err
+	}
+	for _, name := range []string{"drop", "duplicate", "reorder", "wrong-size"} {
+		if err := checkRange("partner", name, probs[name], 0, 1, "a probability from 0 to 1, like 0.05"); err != nil {
+			return err
+		}
+	}
+	return nil
 }

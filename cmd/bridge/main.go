@@ -96,7 +96,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 	default:
-		fmt.Fprintf(stderr, "bridge: unknown command %q\n\n%s", cmd, usage)
+		if hint := suggestCommand(cmd); hint != "" {
+			fmt.Fprintf(stderr, "bridge: unknown command %q; did you mean %q?\n\n%s", cmd, hint, usage)
+		} else {
+			fmt.Fprintf(stderr, "bridge: unknown command %q\n\n%s", cmd, usage)
+		}
 		return 2
 	}
 	switch {

@@ -25,6 +25,9 @@ func cmdSimMeca500(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
+	if err := checkDuration("sim meca500", "duration", *duration, true); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("bridge sim meca500: cannot serve on %s: %w (another simulator or program holds it? try -listen 127.0.0.1:0)", *listen, err)

@@ -159,6 +159,9 @@ func cmdSimServos(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := checkDuration("sim servos", "duration", *duration, true); err != nil {
+		return err
+	}
 	ids, err := dynamixel.ParseIDs(*idList)
 	if err != nil {
 		return err

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	defaultconfig "github.com/labbridge/bridge"
+	"github.com/labbridge/bridge/config"
+)
+
+// Messages name the flag and what it accepts, before anything runs.
+func TestFlagValuesRefused(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"partner", "-controller", "foo"}, `bridge partner: -controller "foo": want hold, constant, sine or jacobian`},
+		{[]string{"partner", "-rate", "-5"}, "bridge partner: -rate -5: want a rate above 0 Hz"},
+		{[]string{"partner", "-rate", "NaN"}, "bridge partner: -rate NaN: want a rate above 0 Hz"},
+		{[]string{"partner", "-duration", "-5s"}, "bridge partner: -duration -5s: want 0 (run until Ctrl-C or SIGTERM) or a positive duration"},
+		{[]string{"partner", "-drop", "1.5"}, "bridge partner: -drop 1.5: want a probability from 0 to 1"},
+		{[]string{"partner", "-reply-delay", "-1ms"}, "bridge partner: -reply-delay -1ms: want 0"},
+		{[]string{"partner", "-motors", "0"}, "bridge partner: -motors 0: want 1 or more"},
+		{[]string{"run", "-duration", "-5s"}, "bridge run: -duration -5s: want 0 (run until Ctrl-C or SIGTERM)"},
+		{[]string{"sim", "-duration", "-5s"}, "bridge sim: -duration -5s: want 0"},
+		{[]string{"startUDP", "-duration", "-5s"}, "bridge startUDP: -duration -5s: want 0"},
+		{[]string{"sim", "meca500", "-duration", "-5s"}, "bridge sim meca500: -duration -5s: want 0"},
+		{[]string{"sim", "servos", "-duration", "-5s"}, "bridge sim servos: -duration -5s: want 0"},
+		{[]string{"bench", "link", "-duration", "-5s"}, "bridge bench link: -duration -5s: want a positive duration"},
+		{[]string{"bench", "link", "-rate", "0"}, "bridge bench link: -rate 0: want a rate above 0 Hz"},
+		{[]string{"bench", "loop", "-duration", "0s"}, "bridge bench loop: -duration 0s: want a positive duration"},
+		{[]string{"bench", "loop", "-rate", "-1"}, "bridge bench loop: -rate -1: want a rate above 0 Hz"},
+		{[]string{"bench", "links", "-rate", "-1"}, "bridge bench links: -rate -1: want a rate above 0 Hz"},
+	} {
+		code, _, stderr := runCLI(t, tc.args...)
+		if code != 1 || !strings.HasPrefix(stderr, tc.want) {
+			t.Errorf("%v: exit %d, %q; want 1 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+func TestDidYouMean(t *testing.T) {
+	for cmd, want := range map[string]string{"rnu": "run", "simm": "sim", "partenr": "partner", "camera": "cameras", "startudp2": "startUDP"} {
+		code, _, stderr := runCLI(t, cmd)
+		prefix := fmt.Sprintf("bridge: unknown command %q; did you mean %q?\n\nbridge: a real-time gateway", cmd, want)
+		if code != 2 || !strings.HasPrefix(stderr, prefix) {
+			t.Errorf("%s: exit %d, %q; want 2 and %q", cmd, code, stderr, prefix)
+		}
+	}
+	// Nothing close: no guess.
+	if code, _, stderr := runCLI(t, "xyzzy"); code != 2 || !strings.HasPrefix(stderr, "bridge: unknown command \"xyzzy\"\n\n") {
+		t.Errorf("xyzzy: exit %d, %q", code, stderr)
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		d    int
+	}{{"run", "run", 0}, {"rnu", "run", 1}, {"", "abc", 3}, {"kitten", "sitting", 3}, {"sim", "scan", 3}} {
+		if d := editDistance(tc.a, tc.b); d != tc.d {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, d, tc.d)
+		}
+	}
+}
+
+// -help says what -metrics defaults to, without a sentinel.
+func TestMetricsHelp(t *testing.T) {
+	for _, cmd := range []string{"run", "sim"} {
+		code, _, stderr := runCLI(t, cmd, "-help")
+		if code != 0 || !strings.Contains(stderr, "  -metrics address\n") || !strings.Contains(stderr, `listen address of /metrics and /healthz, like 127.0.0.1:9310 (default: the configuration's [service] metrics; "" = off)`) ||
+			strings.Contains(stderr, `(default "-")`) {
+			t.Errorf("%s -help: %d %q", cmd, code, stderr)
+		}
+	}
+	var m metricsFlag
+	if got := m.resolve("127.0.0.1:9310"); got != "127.0.0.1:9310" {
+		t.Errorf("unset: %q", got)
+	}
+	m.Set("")
+	if got := m.resolve("127.0.0.1:9310"); got != "" {
+		t.Errorf(`set to "": %q`, got)
+	}
+	if got := (*metricsFlag)(nil).resolve("x"); got != "x" {
+		t.Errorf("nil: %q", got)
+	}
+}
+
+// Every flag of bench link shows its type, not a word of its usage.
+func TestBenchLinkHelp(t *testing.T) {
+	code, _, stderr := runCLI(t, "bench", "link", "-help")
+	if code != 0 || !strings.Contains(stderr, "  -partner string\n") || strings.Contains(stderr, "`") {
+		t.Errorf("bench link -help: %d %q", code, stderr)
+	}
+}
+
+// A configured UDP port that another program holds: the message says which
+// port, who may hold it and what to do; the library's error is kept.
+func TestPortInUseAdvice(t *testing.T) {
+	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("0.0.0.0:25001")))
+	if err != nil {
+		t.Skipf("port 25001 is taken by another program, so this test cannot take it itself: %v", err)
+	}
+	defer c.Close()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "bridge.toml")
+	if err := os.WriteFile(path, defaultconfig.TOML(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCLI(t, "sim", "-config", path, "-metrics", "")
+	for _, want := range []string{"bridge sim: ", "simulink: bind 0.0.0.0:25001: address already in use",
+		"UDP port 25001 is held by another program (often Simulink on this PC, or another bridge)", `run "bridge sim -ephemeral"`} {
+		if code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("sim: exit %d, %q; want 1 and %q", code, stderr, want)
+		}
+	}
+	cfg, _, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib := fmt.Errorf("link %q: simulink: bind 0.0.0.0:25001: %w", "emio", syscall.EADDRINUSE)
+	err = addrInUse("run", cfg, lib)
+	if !errors.Is(err, syscall.EADDRINUSE) || !strings.Contains(err.Error(), `"ss -lunp | grep 25001"`) ||
+		!strings.HasPrefix(err.Error(), "bridge run: link \"emio\": simulink: bind") {
+		t.Errorf("run: %v", err)
+	}
+	// Other errors pass unchanged.
+	other := errors.New("x")
+	if addrInUse("run", cfg, other) != other {
+		t.Error("an unrelated error was changed")
+	}
+}
