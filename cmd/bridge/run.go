@@ -30,33 +30,60 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, simula
 	fs := newFlagSet(name, synopsis, stderr)
 	cfgPath := fs.String("config", "", "configuration file (default ./bridge.toml, else the embedded default)")
 	duration := fs.Duration("duration", 0, "stop after this long (0 = until SIGINT/SIGTERM)")
-	metricsAddr := fs.String("metrics", "-", `listen address of /metrics ("" = off; default: the configuration's)`)
+	var metricsAddr metricsFlag
+	fs.Var(&metricsAddr, "metrics", `listen `+"`address`"+` of /metrics and /healthz, like 127.0.0.1:9310 (default: the configuration's [service] metrics; "" = off)`)
 	ephemeral := false
 	if simulate {
 		fs.BoolVar(&ephemeral, "ephemeral", false, "use free loopback ports instead of the configured ones (runs beside a real Simulink)")
 	}
+	usage := fs.Usage // then the status fields' legend
+	fs.Usage = func() { usage(); fmt.Fprint(stderr, statusLegend) }
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := checkDuration(name, "duration", *duration, true); err != nil {
 		return err
 	}
 	cfg, from, err := config.Load(*cfgPath)
 	if err != nil {
 		return err
 	}
-	return runConfig(ctx, cfg, from, simulate, ephemeral, *metricsAddr, *duration, stdout, stderr)
+	err = runConfig(ctx, cfg, from, simulate, ephemeral, &metricsAddr, *duration, stdout, stderr)
+	if simulate && ephemeral {
+		return err // free ports: nothing to advise
+	}
+	return addrInUse(name, cfg, err)
 }
 
-func runConfig(ctx context.Context, cfg *config.Config, from string, simulate, ephemeral bool, metricsAddr string,
+// runConfig runs cfg; metrics is the -metrics flag (nil: the configuration's).
+func runConfig(ctx context.Context, cfg *config.Config, from string, simulate, ephemeral bool, metrics *metricsFlag,
 	duration time.Duration, stdout, stderr io.Writer) error {
-	if metricsAddr == "-" {
-		metricsAddr = cfg.Service.Metrics
+	metricsAddr := metrics.resolve(cfg.Service.Metrics)
+	// On a terminal, say at once that the slow build runs, and write the
+	// log lines above the status block rather than into it.
+	var term *termView
+	logOut := stderr
+	if isTerminal(stdout) {
+		term = newTermView(stdout, stderr)
+		if sameTerminal(stdout, stderr) {
+			logOut = term
+		}
+		term.show([]string{"building the links…"})
 	}
-	logger := cfg.Service.Logger(stderr, isTerminal(stderr))
+	logger := cfg.Service.Logger(logOut, isTerminal(stderr))
 	if f, ok := stderr.(*os.File); ok && journal.Attached(f, os.Getenv("JOURNAL_STREAM")) {
 		logger = cfg.Service.JournalLogger(stderr)
+	}
+	for _, w := range cfg.Warnings() {
+		logger.Warn(w)
 	}
 	a, err := wire(cfg, config.Env{Logger: logger, Partner: simulate, Ephemeral: simulate && ephemeral}, metricsAddr)
 	if err != nil {
 		return err
+	}
+	if term != nil {
+		term.detach()
+		a.term = term
 	}
 	a.notify = sdnotify.New(os.Getenv("NOTIFY_SOCKET"))
 	fmt.Fprintf(stdout, "bridge %s: %s, %d link(s), simulated devices: %v\n", version, from, len(a.links), cfg.Simulated())
@@ -87,6 +114,7 @@ type app struct {
 	sup    *bridge.Supervisor
 	server *metrics.Server
 	notify *sdnotify.Notifier
+	term   *termView // the status view's terminal; nil when stdout is not one
 }
 
 // wire builds every link of cfg and the supervisor that runs them. Nothing
@@ -173,8 +201,8 @@ func (a *app) serve(ctx context.Context, stdout io.Writer, duration time.Duratio
 	defer cancel()
 	var wg sync.WaitGroup
 	viewCtx, stopView := context.WithCancel(ctx)
-	if isTerminal(stdout) {
-		wg.Go(func() { a.view(viewCtx, stdout) })
+	if a.term != nil {
+		wg.Go(func() { a.view(viewCtx, a.term) })
 	}
 	if a.notify != nil && a.notify.Enabled() {
 		life := &sdnotify.Lifecycle{
