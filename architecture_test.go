@@ -53,9 +53,11 @@ var imports = map[string][]string{
 	"vrep/vrepsim":     {"zmtp"},
 	"sim":              {"plant", "realtime", "emio", "camera", "dynamixel", "dynamixel/dxlsim", "realsense/tracker"},
 	// The loop, link and supervisor know no device and no configuration.
-	"bridge":    {"plant", "realtime", "simulink"},
-	"metrics":   {"plant", "simulink"},
-	"loopbench": {"bridge", "latency", "plant", "realtime", "simulink"},
+	"bridge":  {"plant", "realtime", "simulink"},
+	"metrics": {"plant", "simulink"},
+	// The status page takes its data through a function: a base package.
+	"statuspage": {},
+	"loopbench":  {"bridge", "latency", "plant", "realtime", "simulink"},
 	// The configuration builds links: it may import every library.
 	"config": {".", "bridge", "camera", "dynamixel", "dynamixel/dxlsim", "emio", "fault", "framelock", "journal", "meca500", "meca500/mecasim", "metrics",
 		"plant", "vrep", "vrep/vrepsim", "realsense", "realsense/tracker", "realtime", "sim", "simulink"},

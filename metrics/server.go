@@ -38,7 +38,8 @@ const (
 	shutdownTimeout   = 3 * time.Second
 )
 
-// Server serves /metrics, /healthz and a small index page.
+// Server serves /metrics, /healthz and an index page: the routes, or the
+// caller's (ListenWith).
 type Server struct {
 	addr    net.Addr // bound by Listen, kept across Serves
 	handler http.Handler
@@ -56,6 +57,13 @@ type Server struct {
 // exposes. health, when not nil, decides /healthz: nil error → 200 "ok",
 // otherwise 503 with the error text. A nil logger discards logs.
 func Listen(addr string, gatherer prometheus.Gatherer, health func() error, logger *slog.Logger) (*Server, error) {
+	return ListenWith(addr, gatherer, health, nil, logger)
+}
+
+// ListenWith is Listen with the handler of every other path: index serves
+// "/" and what lies under it (the status page). A nil index serves a short
+// text index of the routes at "/" only.
+func ListenWith(addr string, gatherer prometheus.Gatherer, health func() error, index http.Handler, logger *slog.Logger) (*Server, error) {
 	if gatherer == nil {
 		return nil, fmt.Errorf("%w: listen %q: nil gatherer", ErrInvalid, addr)
 	}
@@ -83,10 +91,14 @@ func Listen(addr string, gatherer prometheus.Gatherer, health func() error, logg
 		}
 		_, _ = io.WriteString(w, "ok\n")
 	})
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
-		plainText(w)
-		_, _ = io.WriteString(w, "bridge\n\n/metrics  Prometheus metrics\n/healthz  health: 200 ok or 503 with the reason\n")
-	})
+	if index != nil {
+		mux.Handle("/", index)
+	} else {
+		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+			plainText(w)
+			_, _ = io.WriteString(w, "bridge\n\n/metrics  Prometheus metrics\n/healthz  health: 200 ok or 503 with the reason\n")
+		})
+	}
 
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -207,3 +207,33 @@ func TestListenErrors(t *testing.T) {
 		t.Errorf("Serve after Close = %v, want ErrClosed", err)
 	}
 }
+
+// ListenWith hands "/" and every path but /metrics and /healthz to the
+// caller's index; the server's own routes stay.
+func TestListenWithIndex(t *testing.T) {
+	index := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "index "+r.URL.Path)
+	})
+	srv, err := ListenWith("127.0.0.1:0", prometheus.NewRegistry(), nil, index, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve = %v", err)
+		}
+	}()
+	base := "http://" + srv.Addr().String()
+	for path, want := range map[string]string{"/": "index /", "/status.json": "index /status.json", "/healthz": "ok\n"} {
+		if code, body := get(t, base+path); code != http.StatusOK || body != want {
+			t.Errorf("GET %s = %d %q, want 200 %q", path, code, body, want)
+		}
+	}
+	if code, body := get(t, base+"/metrics"); code != http.StatusOK || strings.HasPrefix(body, "index") {
+		t.Errorf("GET /metrics = %d %q, want the metrics", code, body)
+	}
+}

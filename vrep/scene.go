@@ -782,8 +782,20 @@ func (b *azBackend) step(_ bool, targets []float64, _ bool, s *sample) error {
 	return nil
 }
 
+// haltTries is how many exchanges a halt makes before it gives up: a halt is
+// not bound to a tick, and one late reply from a busy scene must not leave
+// the robot on its last velocities. Setting the same targets again is
+// harmless.
+const haltTries = 3
+
 func (b *azBackend) halt(_ plant.HaltPolicy, targets []float64) error {
 	var s sample
 	s.q = make([]float64, 2)
-	return b.step(true, targets, false, &s)
+	var err error
+	for range haltTries {
+		if err = b.step(true, targets, false, &s); err == nil {
+			return nil
+		}
+	}
+	return err
 }

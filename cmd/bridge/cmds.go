@@ -257,7 +257,7 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		defer peer.Stop()
 		env.Partner, env.Ephemeral = false, false
 	}
-	a, err := wire(cfg, env, "")
+	a, err := wire(cfg, "", env, "")
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	defaultconfig "github.com/labbridge/bridge"
 	"github.com/labbridge/bridge/loopbench"
 	"github.com/labbridge/bridge/realsense"
+	"github.com/labbridge/bridge/statuspage"
 )
 
 func runCLI(t *testing.T, args ...string) (int, string, string) {
@@ -115,6 +116,7 @@ func TestSimRuns(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	checkStatusPage(t, strings.TrimSuffix(url, "/metrics"))
 	cancel()
 	if code := <-done; code != 0 {
 		t.Fatalf("sim: %d\n%s\n%s", code, out.String(), stderr.String())
@@ -127,6 +129,33 @@ func TestSimRuns(t *testing.T) {
 	// markers; the angles echo the command), the camera's newest frame.
 	if !regexp.MustCompile(`emio +stopped .* cmd \[\S+ \S+ \S+ \S+\] markers \[\S+ \S+ \S+\] frame \d+ found 1`).MatchString(o) {
 		t.Errorf("status line:\n%s", o)
+	}
+}
+
+// checkStatusPage reads the status page of a running Emio link: the
+// snapshot holds what the terminal row shows, by field.
+func checkStatusPage(t *testing.T, base string) {
+	t.Helper()
+	if page := httpGet(base + "/"); !strings.Contains(page, "<!DOCTYPE html>") {
+		t.Errorf("GET / is not the status page:\n%.200s", page)
+	}
+	var snap statuspage.Snapshot
+	if err := json.Unmarshal([]byte(httpGet(base+"/status.json")), &snap); err != nil {
+		t.Fatalf("/status.json: %v", err)
+	}
+	if snap.Version != version || snap.Config == "" || snap.Started.IsZero() || len(snap.Links) == 0 {
+		t.Fatalf("snapshot %+v", snap)
+	}
+	l := snap.Links[0] // the default's first link
+	if l.Name != "emio" || l.Kind != "emio" || l.State != "running" || l.StateSince.IsZero() || l.RateHz <= 0 || l.Exchanges == 0 {
+		t.Errorf("link %+v", l)
+	}
+	if len(l.Measurement) == 0 || l.Measurement[0].Name != "markers" || len(l.Measurement[0].Values) != 3 ||
+		len(l.Command) != 1 || len(l.Command[0].Values) != 4 {
+		t.Errorf("vectors: measurement %+v command %+v", l.Measurement, l.Command)
+	}
+	if len(l.Status) == 0 || !strings.HasPrefix(l.Status[0], "frame ") {
+		t.Errorf("status lines %q, want the camera's first", l.Status)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/labbridge/bridge/metrics"
 	"github.com/labbridge/bridge/realtime"
 	"github.com/labbridge/bridge/sdnotify"
+	"github.com/labbridge/bridge/statuspage"
 )
 
 // cmdRun is `bridge run` and, with simulate, `bridge sim`.
@@ -77,7 +78,7 @@ func runConfig(ctx context.Context, cfg *config.Config, from string, simulate, e
 	for _, w := range cfg.Warnings() {
 		logger.Warn(w)
 	}
-	a, err := wire(cfg, config.Env{Logger: logger, Partner: simulate, Ephemeral: simulate && ephemeral}, metricsAddr)
+	a, err := wire(cfg, from, config.Env{Logger: logger, Partner: simulate, Ephemeral: simulate && ephemeral}, metricsAddr)
 	if err != nil {
 		return err
 	}
@@ -118,8 +119,9 @@ type app struct {
 }
 
 // wire builds every link of cfg and the supervisor that runs them. Nothing
-// runs until serve, except simulated devices.
-func wire(cfg *config.Config, env config.Env, metricsAddr string) (*app, error) {
+// runs until serve, except simulated devices. from, where cfg came from, is
+// for the status page of the metrics server.
+func wire(cfg *config.Config, from string, env config.Env, metricsAddr string) (*app, error) {
 	if env.Logger == nil {
 		env.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -128,7 +130,8 @@ func wire(cfg *config.Config, env config.Env, metricsAddr string) (*app, error) 
 	if warning != "" {
 		env.Logger.Warn(warning)
 	}
-	a := &app{logger: env.Logger, sup: bridge.NewSupervisor(bridge.SupervisorConfig{Logger: env.Logger})}
+	states := newStateClock()
+	a := &app{logger: env.Logger, sup: bridge.NewSupervisor(bridge.SupervisorConfig{Logger: env.Logger, OnEvent: states.onEvent})}
 	reg := metrics.NewRegistry()
 	set, err := metrics.New(reg, metrics.ThisBuild(version))
 	if err != nil {
@@ -157,7 +160,8 @@ func wire(cfg *config.Config, env config.Env, metricsAddr string) (*app, error) 
 		}
 	}
 	if metricsAddr != "" {
-		if a.server, err = metrics.Listen(metricsAddr, reg, a.sup.Health, env.Logger); err != nil {
+		page := statuspage.Handler(statusSnapshot(a.links, states, from, time.Now()))
+		if a.server, err = metrics.ListenWith(metricsAddr, reg, a.sup.Health, page, env.Logger); err != nil {
 			a.close()
 			return nil, err
 		}

@@ -1,0 +1,90 @@
+package statuspage
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// chromium runs headless Chromium on url with args, in a profile of its own.
+func chromium(t *testing.T, bin, url string, args ...string) []byte {
+	t.Helper()
+	// Generous: a cold start on a loaded CI machine; the test checks what
+	// is rendered, not how fast.
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	args = append([]string{"--headless", "--disable-gpu", "--no-sandbox", "--no-first-run",
+		"--user-data-dir=" + t.TempDir(), "--virtual-time-budget=3000"}, args...)
+	cmd := exec.CommandContext(ctx, bin, append(args, url)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium %v: %v\n%s", args, err, stderr.Bytes())
+	}
+	return out
+}
+
+// The page renders the links from what it polls, and follows a changing
+// snapshot, in a real browser.
+func TestPageInChromium(t *testing.T) {
+	bin, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("no chromium: install Debian package chromium")
+	}
+	var polls atomic.Int64
+	srv := httptest.NewServer(Handler(func() Snapshot {
+		n := polls.Add(1)
+		s := testSnapshot()
+		s.Links[0].Seq = 1000 + n
+		s.Links[0].Status = append(s.Links[0].Status, fmt.Sprintf("poll %d", n))
+		s.Links[0].RTTMs = 0.1 + 0.01*float64(n%10)
+		return s
+	}))
+	defer srv.Close()
+
+	pollRe := regexp.MustCompile(`poll (\d+)`)
+	var seen []int
+	for range 2 {
+		dom := string(chromium(t, bin, srv.URL+"/", "--dump-dom"))
+		for _, want := range []string{"emio", "vrep", "running", "handshaking", "v1.2.3", "/etc/bridge/emio.toml",
+			"a servo is hot", "servo 2: 74 °C", "markers", "speeds", "lock locked 30.0029 Hz"} {
+			if !bytes.Contains([]byte(dom), []byte(want)) {
+				t.Errorf("the rendered page lacks %q", want)
+			}
+		}
+		m := pollRe.FindStringSubmatch(dom)
+		if m == nil {
+			t.Fatalf("the rendered page shows no poll:\n%s", dom)
+		}
+		n, _ := strconv.Atoi(m[1])
+		seen = append(seen, n)
+	}
+	if seen[1] <= seen[0] {
+		t.Errorf("polls shown: %v, want the second page to show a later snapshot", seen)
+	}
+
+	png := filepath.Join(t.TempDir(), "statuspage.png")
+	chromium(t, bin, srv.URL+"/", "--screenshot="+png, "--window-size=1280,800")
+	img, err := os.ReadFile(png)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(img, []byte("\x89PNG")) {
+		t.Fatalf("%s is not a PNG", png)
+	}
+	if dir := os.Getenv("BRIDGE_SCREENSHOT_DIR"); dir != "" {
+		if err := os.WriteFile(filepath.Join(dir, "statuspage.png"), img, 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -1,0 +1,160 @@
+package statuspage
+
+import (
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func testSnapshot() Snapshot {
+	return Snapshot{
+		Version: "v1.2.3", Config: "/etc/bridge/emio.toml", Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		Links: []Link{{
+			Name: "emio", Kind: "emio", State: "running", StateSince: time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC),
+			RateHz: 30, Seq: 1234, Last: "OK_NO_DELAY", OKPct: 99.5, Exchanges: 1235,
+			Counts: Counts{OK: 3, OKNoDelay: 1226, Timeouts: 2, Desyncs: 1, Reconnects: 1, Drops: 4, Overruns: 5, Late: 6},
+			RTTMs:  0.25,
+			Measurement: []Vector{
+				{Name: "markers", Unit: "mm", Values: []float64{-5, -134.5, 10.25}},
+				{Name: "angles", Unit: "rad", Values: []float64{0, 0.25, -0.25, 0}},
+			},
+			Command: []Vector{{Name: "angles", Unit: "rad", Values: []float64{0, 0.25, -0.25, 0}}},
+			Status:  []string{"frame 149 found 1", "lock locked 30.0029 Hz"},
+			Faults: []Fault{{Name: "servo_hot", Title: "a servo is hot", Detail: "servo 2: 74 °C",
+				Since: time.Date(2026, 1, 2, 3, 5, 0, 0, time.UTC)}},
+		}, {
+			Name: "vrep", Kind: "vrep", State: "handshaking", RateHz: 20, Seq: -1,
+			Measurement: []Vector{}, Command: []Vector{{Name: "speeds", Unit: "rad/s", Values: []float64{1, 2}}},
+		}},
+	}
+}
+
+func get(t *testing.T, h http.Handler, method, path string) *httptest.ResponseRecorder {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
+	return rec
+}
+
+// The page is whole in itself: a lab network has no internet, so it may
+// name no external asset.
+func TestPage(t *testing.T) {
+	rec := get(t, Handler(testSnapshot), http.MethodGet, "/")
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET / = %d", rec.Code)
+	}
+	if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
+		t.Errorf("Content-Type = %q, want text/html", ct)
+	}
+	body := rec.Body.String()
+	for _, bad := range []string{"http://", "https://", "//cdn", "<link "} {
+		if strings.Contains(body, bad) {
+			t.Errorf("the page holds %q: an external asset", bad)
+		}
+	}
+	if !strings.Contains(body, "status.json") {
+		t.Error("the page does not poll status.json")
+	}
+}
+
+func TestStatusJSONRoundTrip(t *testing.T) {
+	want := testSnapshot()
+	rec := get(t, Handler(func() Snapshot { return want }), http.MethodGet, "/status.json")
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET /status.json = %d %s", rec.Code, rec.Body)
+	}
+	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type = %q", ct)
+	}
+	var got Snapshot
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("round trip:\n got %+v\nwant %+v", got, want)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &raw); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := raw["now"]; !ok {
+		t.Error("no server time \"now\" in the snapshot: the page's uptime needs it")
+	}
+	link := raw["links"].([]any)[1].(map[string]any)
+	for _, omitted := range []string{"state_since", "faults", "status", "late_p99_ms"} {
+		if _, ok := link[omitted]; ok {
+			t.Errorf("the handshaking link has %q, want it omitted when unknown or empty", omitted)
+		}
+	}
+}
+
+func TestRoutes(t *testing.T) {
+	h := Handler(testSnapshot)
+	for _, c := range []struct {
+		method, path string
+		code         int
+	}{
+		{http.MethodGet, "/", http.StatusOK},
+		{http.MethodHead, "/", http.StatusOK},
+		{http.MethodGet, "/status.json", http.StatusOK},
+		{http.MethodPost, "/", http.StatusMethodNotAllowed},
+		{http.MethodPost, "/status.json", http.StatusMethodNotAllowed},
+		{http.MethodGet, "/nothing", http.StatusNotFound},
+	} {
+		if rec := get(t, h, c.method, c.path); rec.Code != c.code {
+			t.Errorf("%s %s = %d, want %d", c.method, c.path, rec.Code, c.code)
+		}
+	}
+}
+
+// A lost marker is NaN: it travels as null and comes back NaN, and does not
+// break the snapshot.
+func TestVectorJSON(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		in   []float64
+		json string
+	}{
+		{"finite", []float64{1.5, -2, 0}, `{"name":"v","values":[1.5,-2,0]}`},
+		{"nan", []float64{math.NaN(), 1}, `{"name":"v","values":[null,1]}`},
+		{"inf", []float64{math.Inf(1), math.Inf(-1)}, `{"name":"v","values":[null,null]}`},
+		{"empty", []float64{}, `{"name":"v","values":[]}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b, err := json.Marshal(Vector{Name: "v", Values: c.in})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(b) != c.json {
+				t.Errorf("Marshal = %s, want %s", b, c.json)
+			}
+			var back Vector
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatal(err)
+			}
+			for i, x := range c.in {
+				y := back.Values[i]
+				if math.IsNaN(x) || math.IsInf(x, 0) {
+					if !math.IsNaN(y) {
+						t.Errorf("value %d = %v, want NaN", i, y)
+					}
+				} else if x != y {
+					t.Errorf("value %d = %v, want %v", i, y, x)
+				}
+			}
+		})
+	}
+	snap := testSnapshot()
+	snap.Links[0].Measurement[0].Values[0] = math.NaN()
+	rec := get(t, Handler(func() Snapshot { return snap }), http.MethodGet, "/status.json")
+	body, _ := io.ReadAll(rec.Body)
+	if rec.Code != http.StatusOK || !strings.Contains(string(body), `"values":[null,`) {
+		t.Errorf("snapshot with a NaN = %d %s", rec.Code, body)
+	}
+}
