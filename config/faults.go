@@ -15,21 +15,13 @@ import (
 const noPartnerAfter = 3 * time.Second
 
 // dropped reads the master's count of datagrams dropped for the reasons
-// named (a name the master does not know counts nothing).
-func dropped(m *simulink.Master, names ...string) func() uint64 {
-	var idx []int
-	for i := range simulink.NumDropReason {
-		for _, n := range names {
-			if simulink.DropReason(i).String() == n {
-				idx = append(idx, i)
-			}
-		}
-	}
+// given.
+func dropped(m *simulink.Master, reasons ...simulink.DropReason) func() uint64 {
 	return func() uint64 {
 		st := m.Stats()
 		var n uint64
-		for _, i := range idx {
-			n += st.Dropped[i]
+		for _, r := range reasons {
+			n += st.Dropped[r]
 		}
 		return n
 	}
@@ -52,23 +44,23 @@ func linkProbes(l *bridge.Link, m *simulink.Master) []fault.Probe {
 		{
 			Name: "wrong_size", Title: "replies of the wrong size from the Simulink host were ignored",
 			Advice: fmt.Sprintf("a reply is [seq, %d commands] as doubles, %d bytes: check the model's command vector and its mask (nb_markers)", mc.CommandLen, replyBytes),
-			Events: dropped(m, "size"),
+			Events: dropped(m, simulink.DropSize),
 			Detail: func() string { return fmt.Sprintf("want %d bytes", replyBytes) },
 		},
 		{
 			Name: "foreign", Title: "datagrams from a sender other than the Simulink host were ignored",
 			Advice: fmt.Sprintf("another program sends to port %d; stop it (replies count only from the host and port that completed the handshake)", listen.Port()),
-			Events: dropped(m, "source", "foreign"),
+			Events: dropped(m, simulink.DropSource, simulink.DropForeign),
 		},
 		{
 			Name: "nonfinite", Title: "replies holding NaN or infinity were ignored; the last good command is held",
 			Advice: "the model's controller output is not finite: check it (saturation, division by zero)",
-			Events: dropped(m, "nonfinite"),
+			Events: dropped(m, simulink.DropNonFinite),
 		},
 		{
 			Name: "kernel_drops", Title: "datagrams were lost in the receive buffer before the bridge read them",
 			Advice: "a sender floods the reply port faster than one reply per tick; stop it, or raise net.core.rmem_max",
-			Events: dropped(m, "kernel"),
+			Events: dropped(m, simulink.DropKernel),
 		},
 		{
 			Name: "overruns", Title: "the loop overran its period",

@@ -210,7 +210,7 @@ func validateNames(v *validator, key string, names, allowed []string, least int)
 	for i, n := range names {
 		if !slices.Contains(allowed, n) {
 			want := "one of " + strings.Join(allowed, ", ")
-			if c := closest(n, allowed); c != "" {
+			if c := Closest(n, allowed); c != "" {
 				want += fmt.Sprintf(" (did you mean %q?)", c)
 			}
 			v.bad(fmt.Sprintf("%s[%d]", key, i), quote(n), want)

@@ -145,7 +145,7 @@ func unknownPlantKey(name, key string, p Plant) string {
 	}
 	own := tomlKeys(reflect.TypeOf(p), "")
 	msg := fmt.Sprintf("unknown key of plant kind %q", name)
-	if near := closest(key, own); near != "" {
+	if near := Closest(key, own); near != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", near)
 	}
 	return msg + "; its keys: " + strings.Join(own, ", ")
@@ -222,7 +222,7 @@ func unknownKey(path []string) string {
 		}
 	}
 	msg := "unknown key"
-	if near := closest(path[len(path)-1], keys); near != "" {
+	if near := Closest(path[len(path)-1], keys); near != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", near)
 	}
 	table := "the top level"
@@ -314,34 +314,44 @@ func sortedKeys(m map[string]any) []string {
 	return keys
 }
 
-// closest returns the key of keys nearest to s, if it is at most two edits
-// away (a typo), else "".
-func closest(s string, keys []string) string {
+// Closest returns the candidate nearest to s, ignoring case, when it is a
+// typo of it: at most two edits away, and fewer edits than s has letters
+// (a short word is close to anything). Otherwise "". The configuration's
+// keys and the command line's commands use it for "did you mean".
+func Closest(s string, candidates []string) string {
 	best, bestD := "", 3
-	for _, k := range keys {
-		if d := editDistance(s, k); d < bestD {
-			best, bestD = k, d
+	for _, c := range candidates {
+		if d := editDistance(strings.ToLower(s), strings.ToLower(c)); d < bestD && d < len([]rune(s)) {
+			best, bestD = c, d
 		}
 	}
 	return best
 }
 
+// editDistance is the Damerau–Levenshtein distance (optimal string
+// alignment) between a and b: insertions, deletions, substitutions and
+// swaps of two neighbours count one each.
 func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
+	ra, rb := []rune(a), []rune(b)
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
 	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
 			cost := 1
-			if a[i-1] == b[j-1] {
+			if ra[i-1] == rb[j-1] {
 				cost = 0
 			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
 	}
-	return prev[len(b)]
+	return d[len(ra)][len(rb)]
 }

@@ -28,20 +28,7 @@ func (holdExchanger) Synced() bool { return true }
 // real serial path on a pseudo-terminal: the link goes degraded, the loop
 // keeps ticking, and the supervisor reopens the servos by itself.
 func TestUnplugDuringRunningLoop(t *testing.T) {
-	sb, err := dxlsim.NewBus(dxlsim.DefaultBusConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	link := filepath.Join(t.TempDir(), "u2d2")
-	pt, err := dxlsim.NewPTY(sb, link)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { pt.Serve(ctx) })
-	defer func() { cancel(); wg.Wait() }()
-
+	sb, link, ctx := servePTY(t, dxlsim.DefaultBusConfig())
 	m, err := emio.New(emio.Config{
 		IDs: []byte{0, 1, 2, 3}, Mode: dynamixel.ModePosition, ProfileVelocity: 1000, Fast: true,
 		Bus:  dynamixel.BusConfig{Baud: 1000000, Margin: 20 * time.Millisecond},
@@ -93,4 +80,25 @@ func TestUnplugDuringRunningLoop(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// servePTY serves simulated servos on a pseudo-terminal until the test
+// ends, and returns their bus, the terminal's path and a context that ends
+// with the test.
+func servePTY(t *testing.T, bc dxlsim.BusConfig) (*dxlsim.Bus, string, context.Context) {
+	t.Helper()
+	sb, err := dxlsim.NewBus(bc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "u2d2")
+	pt, err := dxlsim.NewPTY(sb, link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { pt.Serve(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return sb, link, ctx
 }

@@ -1,9 +1,7 @@
 package emio_test
 
 import (
-	"context"
 	"math"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -242,25 +240,11 @@ func TestStatusReadFailureKeepsTheValue(t *testing.T) {
 // in alert; nor does Servos into a buffer with room.
 func TestTickWithStatusReadAllocs(t *testing.T) {
 	m, sb := rigWith(t, nil, statusEvery(1))
-	y, u := make([]float64, m.MeasureLen()), []float64{0.1, 0.2, 0.3, 0.4}
-	run := func(what string) {
-		t.Helper()
-		if a := testing.AllocsPerRun(100, func() {
-			if err := m.Measure(y); err != nil {
-				t.Fatal(err)
-			}
-			if err := m.Command(u); err != nil {
-				t.Fatal(err)
-			}
-		}); a != 0 {
-			t.Errorf("%v allocations per tick %s", a, what)
-		}
-	}
-	run("with a status read")
+	tickAllocs(t, m, "with a status read")
 	if err := sb.ForceOverheat(1); err != nil {
 		t.Fatal(err)
 	}
-	run("with a servo in alert")
+	tickAllocs(t, m, "with a servo in alert")
 	if !m.Servos(nil)[1].Alerting {
 		t.Fatal("no alert seen")
 	}
@@ -304,20 +288,7 @@ func TestServosWhileTicking(t *testing.T) {
 // overheated servo's error and a silenced servo's missed reads all appear,
 // each where it belongs.
 func TestServoStatusOverPTY(t *testing.T) {
-	bc := dxlsim.DefaultBusConfig()
-	sb, err := dxlsim.NewBus(bc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	link := filepath.Join(t.TempDir(), "u2d2")
-	pt, err := dxlsim.NewPTY(sb, link)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { pt.Serve(ctx) })
-	defer func() { cancel(); wg.Wait() }()
+	sb, link, ctx := servePTY(t, dxlsim.DefaultBusConfig())
 	m, err := emio.New(emio.Config{
 		IDs: []byte{0, 1, 2, 3}, Mode: dynamixel.ModePosition, ProfileVelocity: 1000, Fast: true, StatusEvery: 1, MaxMisses: 1000,
 		// A margin a busy machine does not outlast: a late reply would be

@@ -19,45 +19,8 @@ import (
 var commands = [...]string{"run", "sim", "partner", "check", "scan", "ping", "bench", "track", "cameras", "install", "startUDP", "version", "help"}
 
 // suggestCommand is the known command closest to cmd, or "" when none is
-// close enough to be a typo (at most 2 edits, and fewer than cmd's length).
-func suggestCommand(cmd string) string {
-	best, bestD := "", 3
-	for _, c := range commands {
-		d := editDistance(strings.ToLower(cmd), strings.ToLower(c))
-		if d < bestD && d < len(cmd) {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Damerau–Levenshtein distance (optimal string
-// alignment) between a and b: insertions, deletions, substitutions and
-// swaps of two neighbours count one each.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	d := make([][]int, len(ra)+1)
-	for i := range d {
-		d[i] = make([]int, len(rb)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(ra)][len(rb)]
-}
+// close enough to be a typo.
+func suggestCommand(cmd string) string { return config.Closest(cmd, commands[:]) }
 
 // checkDuration refuses a negative -duration, and 0 unless zeroOK (where 0
 // means "until SIGINT/SIGTERM").

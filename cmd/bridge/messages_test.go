@@ -60,17 +60,6 @@ func TestDidYouMean(t *testing.T) {
 	}
 }
 
-func TestEditDistance(t *testing.T) {
-	for _, tc := range []struct {
-		a, b string
-		d    int
-	}{{"run", "run", 0}, {"rnu", "run", 1}, {"", "abc", 3}, {"kitten", "sitting", 3}, {"sim", "scan", 3}} {
-		if d := editDistance(tc.a, tc.b); d != tc.d {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, d, tc.d)
-		}
-	}
-}
-
 // -help says what -metrics defaults to, without a sentinel.
 func TestMetricsHelp(t *testing.T) {
 	for _, cmd := range []string{"run", "sim"} {
