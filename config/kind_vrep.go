@@ -369,3 +369,12 @@ func (o sceneObserver) Reconnected()                           { o.m.Reconnected
 func (o sceneObserver) Restarted()                             { o.m.Restarted() }
 func (o sceneObserver) Superseded()                            { o.m.Superseded() }
 func (o sceneObserver) DeadmanStop()                           { o.m.DeadmanStop() }
+
+// unwritten: over the AZ protocol, the ZMQ keys the defaults filled stay out
+// of a written file, which would be refused with them.
+func (p *VREPPlant) unwritten() []string {
+	if p.protocol == vrep.AZ {
+		return []string{"joints", "mode", "stepping", "start", "client_timeout"}
+	}
+	return nil
+}

@@ -28,7 +28,9 @@ Usage:
   bridge run [-config FILE]         run the configured links and wait for Simulink
   bridge sim [-config FILE]         run them on simulated devices with a built-in Simulink partner
   bridge partner [flags]            be the Simulink side (a stand-in for the shipped models)
+  bridge init [-sim] [-out FILE]    find the U2D2, the servos and the camera, write a commented bridge.toml
   bridge check -config FILE         validate a configuration without touching hardware
+  bridge config -print              print the effective configuration, every key commented
   bridge scan [-port SPEC]          list serial ports and find Dynamixel servos (IDs, bauds, models)
   bridge ping [-port SPEC] [-ids]   ping servos
   bridge sim servos [-ids 0,1,2,3]  serve simulated servos on a pseudo-terminal (a virtual U2D2)
@@ -77,6 +79,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdPartner(ctx, rest, stdout, stderr)
 	case "check":
 		err = cmdCheck(rest, stdout, stderr)
+	case "init":
+		err = cmdInit(ctx, rest, stdout, stderr)
+	case "config":
+		err = cmdConfig(rest, stdout, stderr)
 	case "scan":
 		err = cmdScan(ctx, rest, stdout, stderr)
 	case "ping":

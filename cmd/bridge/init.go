@@ -1,0 +1,357 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/labbridge/bridge/config"
+	"github.com/labbridge/bridge/dynamixel"
+	"github.com/labbridge/bridge/realsense"
+)
+
+// cmdConfig is `bridge config -print`: the configuration a bridge would run
+// with, every default filled in, every key with its comment.
+func cmdConfig(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("config", "config -print [-config FILE]", stderr)
+	cfgPath := fs.String("config", "", "configuration file (default ./bridge.toml, else the embedded default)")
+	show := fs.Bool("print", false, "print the effective configuration: every key with the value it runs with and its comment")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if !*show {
+		fmt.Fprintln(stderr, "bridge config: say what to do: -print writes the effective configuration")
+		fs.Usage()
+		return errUsage
+	}
+	cfg, from, err := config.Load(*cfgPath)
+	if err != nil {
+		return err
+	}
+	return cfg.Write(stdout, config.DefaultNotes(), fmt.Sprintf("The effective configuration of %s: every key with the value the\nbridge runs with, defaults filled in (bridge config -print).", from))
+}
+
+// cmdInit is `bridge init`: find the Emio's U2D2 and servos and its
+// RealSense camera, and write a commented bridge.toml for them, saying what
+// was found and what was not.
+func cmdInit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("init", "init [-out bridge.toml] [-sim] [-port auto] [-ids 0-15] [-bauds 1000000,57600] [-camera auto|none|SERIAL] [-playback FILE.bag] [-nb_markers 1] [-force]", stderr)
+	out := fs.String("out", "bridge.toml", `file to write; "-" = standard output`)
+	simulate := fs.Bool("sim", false, "write the configuration of the simulated Emio (servos on a pseudo-terminal, the virtual camera) without looking for hardware")
+	port := fs.String("port", "auto", `the servos' serial port: "auto" (the only U2D2, FTDI 0403:6014), a path, a /dev/serial/by-id name or "usb:VID:PID[:SERIAL]"`)
+	idRange := fs.String("ids", "0-15", "servo IDs to ping: a range lo-hi or a comma-separated list (the Emio's are 0-3)")
+	bauds := fs.String("bauds", "1000000,57600", "baud rates to try, in order (the Emio's is 1000000; new servos come at 57600)")
+	cam := fs.String("camera", "auto", `"auto" (the first RealSense camera), "none", or a camera's serial number`)
+	playback := fs.String("playback", "", "a RealSense recording (.bag) to use instead of a camera")
+	nbMarkers := fs.Int("nb_markers", 1, "markers the Simulink model expects (its mask value: jacobian 1, state space 2)")
+	force := fs.Bool("force", false, "overwrite an existing file")
+	latency := fs.Duration("latency-timer", 0, "the adapter's latency timer (0 = read it from sysfs, else 16ms)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *nbMarkers < 1 || *nbMarkers > 16 {
+		fmt.Fprintf(stderr, "bridge init: -nb_markers %d: want 1..16, the Simulink model's mask value\n", *nbMarkers)
+		return errUsage
+	}
+	if *out != "-" && !*force {
+		if _, err := os.Stat(*out); err == nil {
+			return fmt.Errorf("bridge init: %s exists; keep it, or write another with -out FILE, or replace it with -force", *out)
+		}
+	}
+	hw := config.Hardware{Port: "sim", Camera: "sim", NbMarkers: *nbMarkers}
+	var found, missing []string
+	if !*simulate {
+		var err error
+		hw, found, missing, err = findEmio(ctx, findFlags{
+			port: *port, ids: *idRange, bauds: *bauds, camera: *cam, playback: *playback, latency: *latency,
+		}, stdout, stderr)
+		if err != nil {
+			return err
+		}
+		hw.NbMarkers = *nbMarkers
+	}
+	header := initHeader(*simulate, found, missing)
+	text, cfg, err := config.EmioFile(hw, header)
+	if err != nil {
+		return fmt.Errorf("bridge init: %w", err)
+	}
+	if *out == "-" {
+		_, err := stdout.Write(text)
+		return err
+	}
+	if err := os.WriteFile(*out, text, 0o644); err != nil {
+		return fmt.Errorf("bridge init: %w", err)
+	}
+	l := cfg.Links[0]
+	fmt.Fprintf(stdout, "wrote %s: %s\n", *out, l.Plant.Summary())
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintf(stdout, "warning: %s\n", w)
+	}
+	flag := ""
+	if *out != "bridge.toml" {
+		flag = " -config " + *out
+	}
+	fmt.Fprintf(stdout, "next: bridge check%s, then bridge run%s (and start the Simulink model)\n", flag, flag)
+	if len(missing) > 0 {
+		fmt.Fprintf(stdout, "not found: %s; the file says what to change, or run bridge init again when it is connected\n", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// findFlags are bridge init's hardware flags.
+type findFlags struct {
+	port, ids, bauds, camera, playback string
+	latency                            time.Duration
+}
+
+// findEmio looks for the servos and the camera, printing what it does, and
+// returns the hardware to write with what it found and what it did not.
+func findEmio(ctx context.Context, f findFlags, stdout, stderr io.Writer) (hw config.Hardware, found, missing []string, err error) {
+	ids, err := dynamixel.ParseIDs(f.ids)
+	if err != nil {
+		return hw, nil, nil, err
+	}
+	rates, err := dynamixel.ParseBauds(f.bauds)
+	if err != nil {
+		return hw, nil, nil, err
+	}
+	// The servos' line.
+	hw.Port = f.port
+	ports, _ := dynamixel.ListPorts()
+	if f.port == "auto" {
+		var u2d2 []dynamixel.PortInfo
+		for _, p := range ports {
+			if p.IsUSB && strings.EqualFold(p.VID, dynamixel.FTDIVendorID) && strings.EqualFold(p.PID, dynamixel.U2D2Product) {
+				u2d2 = append(u2d2, p)
+			}
+		}
+		switch len(u2d2) {
+		case 0:
+			fmt.Fprintf(stdout, "servos: no U2D2 (USB 0403:6014) is connected")
+			if len(ports) > 0 {
+				fmt.Fprintf(stdout, "; serial ports: %s", portList(ports))
+			}
+			fmt.Fprintln(stdout)
+			missing = append(missing, "the U2D2")
+		default:
+			if len(u2d2) > 1 {
+				fmt.Fprintf(stdout, "servos: %d U2D2 adapters (%s); using the first, -port chooses another\n", len(u2d2), portList(u2d2))
+			}
+			hw.Port = portSpec(u2d2[0])
+			fmt.Fprintf(stdout, "servos: U2D2 %s as %s\n", u2d2[0], hw.Port)
+		}
+	}
+	if hw.Port != "auto" {
+		hw.Baud, hw.IDs = pingServos(ctx, hw.Port, rates, ids, f.latency, stdout, stderr)
+		switch {
+		case len(hw.IDs) == 0:
+			missing = append(missing, "the servos")
+		case hw.Baud != 1000000:
+			fmt.Fprintf(stdout, "servos: found at %d baud; the Emio's servos run at 1000000 (set Baud Rate, address 8, to 3 with Dynamixel Wizard), or keep baud = %d\n", hw.Baud, hw.Baud)
+		}
+		if len(hw.IDs) > 0 {
+			found = append(found, fmt.Sprintf("servos %s at %d baud on %s", idList(hw.IDs), hw.Baud, hw.Port))
+			if len(hw.IDs) != 4 {
+				fmt.Fprintf(stdout, "servos: the Emio has 4 servos (IDs 0-3); found %d: check the daisy chain and the power supply\n", len(hw.IDs))
+			}
+		}
+	}
+	// The camera.
+	hw.Camera = "realsense"
+	switch {
+	case f.camera == "none":
+		hw.Camera = "none"
+		fmt.Fprintln(stdout, "camera: none (-camera none): the markers are zeros; the Simulink model gets no feedback")
+	case f.playback != "":
+		desc, err := probeRecording(ctx, f.playback)
+		if err != nil {
+			fmt.Fprintf(stdout, "camera: the recording %s cannot be played: %v\n", f.playback, err)
+			missing = append(missing, "a playable recording")
+		} else {
+			abs, _ := filepath.Abs(f.playback)
+			hw.Playback = abs
+			fmt.Fprintf(stdout, "camera: the recording %s, %s\n", abs, desc)
+			found = append(found, "the recording "+abs)
+		}
+	default:
+		serial, ok := findCamera(ctx, f.camera, stdout)
+		hw.Serial = serial
+		if ok {
+			found = append(found, "RealSense camera "+serial)
+		} else {
+			missing = append(missing, "a RealSense camera")
+		}
+	}
+	return hw, found, missing, nil
+}
+
+// portSpec names a U2D2 for the file: its /dev/serial/by-id link, which
+// survives re-plugging, else its USB serial number.
+func portSpec(p dynamixel.PortInfo) string {
+	switch {
+	case p.ByID != "":
+		return p.ByID
+	case p.Serial != "":
+		return "usb:" + strings.ToLower(p.VID) + ":" + strings.ToLower(p.PID) + ":" + p.Serial
+	}
+	return p.Path
+}
+
+func portList(ports []dynamixel.PortInfo) string {
+	s := make([]string, len(ports))
+	for i, p := range ports {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+// pingServos pings ids at each baud until one answers, and returns that
+// baud and the IDs that answered there.
+func pingServos(ctx context.Context, spec string, rates []int, ids []byte, latency time.Duration, stdout, stderr io.Writer) (int, []int) {
+	for _, baud := range rates {
+		o, err := dynamixel.OpenSpec(spec, baud)
+		if err != nil {
+			fmt.Fprintf(stdout, "servos: cannot open %s: %v\n", spec, err)
+			if errors.Is(err, os.ErrPermission) {
+				fmt.Fprintln(stdout, "  add yourself to the dialout group (sudo usermod -aG dialout $USER, then log in again)")
+			}
+			return 0, nil
+		}
+		if advice := o.Advice(); advice != "" {
+			fmt.Fprintln(stdout, "servos: "+advice)
+		}
+		bus, err := dynamixel.NewBus(o.Port, o.Timing(dynamixel.BusConfig{Baud: baud, LatencyTimer: latency, ReturnDelay: 500 * time.Microsecond, Margin: 3 * time.Millisecond}))
+		if err != nil {
+			o.Port.Close()
+			fmt.Fprintf(stdout, "servos: %v\n", err)
+			return 0, nil
+		}
+		var got []int
+		var lines []string
+		err = dynamixel.Scan(ctx, bus, ids, func(f dynamixel.Found) {
+			if f.Err != nil && !errors.Is(f.Err, dynamixel.ErrAlert) {
+				lines = append(lines, fmt.Sprintf("servo %d at %d baud answered badly: %v", f.ID, baud, f.Err))
+				return
+			}
+			got = append(got, int(f.ID))
+			l := fmt.Sprintf("servo %d: %s (model %d), firmware %d, at %d baud", f.ID, dynamixel.ModelName(f.Model), f.Model, f.Firmware, baud)
+			if f.Err != nil {
+				l += "; ALERT: " + f.Err.Error()
+			}
+			lines = append(lines, l)
+		}, nil)
+		o.Port.Close()
+		for _, l := range lines {
+			fmt.Fprintln(stdout, "servos: "+l)
+		}
+		if err != nil {
+			fmt.Fprintf(stdout, "servos: scan stopped: %v\n", err)
+			return 0, nil
+		}
+		if len(got) > 0 {
+			return baud, got
+		}
+		fmt.Fprintf(stdout, "servos: none of IDs %s answered at %d baud\n", idList(bytesToInts(ids)), baud)
+	}
+	fmt.Fprintln(stdout, "servos: no servo answered: check the Emio's power supply (12 V), the cable to the U2D2, and -ids")
+	return 0, nil
+}
+
+// findCamera looks for a RealSense camera: the one whose serial is want,
+// or the first with "auto".
+func findCamera(ctx context.Context, want string, stdout io.Writer) (serial string, ok bool) {
+	lib, err := realsense.LoadAny(ctx)
+	if err != nil {
+		fmt.Fprintf(stdout, "camera: cannot look for a RealSense camera: %v\n", err)
+		fmt.Fprintln(stdout, "  install librealsense2 (pip install pyrealsense2), then run bridge init again")
+		if want != "auto" {
+			return want, false
+		}
+		return "", false
+	}
+	defer lib.Close()
+	devs, err := lib.ListDevices()
+	if err != nil {
+		fmt.Fprintf(stdout, "camera: %v\n", err)
+		return "", false
+	}
+	for _, d := range devs {
+		fmt.Fprintf(stdout, "camera: %s, serial %s, firmware %s\n", d.Name, d.Serial, d.Firmware)
+	}
+	if want != "auto" {
+		if slices.ContainsFunc(devs, func(d realsense.DeviceInfo) bool { return d.Serial == want }) {
+			return want, true
+		}
+		fmt.Fprintf(stdout, "camera: no camera with serial %s is connected\n", want)
+		return want, false
+	}
+	if len(devs) == 0 {
+		fmt.Fprintln(stdout, "camera: no RealSense camera is connected (a USB 3 port and cable; the udev rules of bridge install, or root)")
+		return "", false
+	}
+	return devs[0].Serial, true
+}
+
+// probeRecording plays the first frames of a recording: a file the camera
+// code can open, with the colour and depth streams the tracker needs.
+func probeRecording(ctx context.Context, path string) (string, error) {
+	if _, err := os.Stat(path); err != nil {
+		return "", err
+	}
+	lib, err := realsense.LoadAny(ctx)
+	if err != nil {
+		return "", fmt.Errorf("%w (install librealsense2: pip install pyrealsense2)", err)
+	}
+	defer lib.Close()
+	cam, err := lib.OpenCamera(realsense.Config{PlaybackFile: path, Color: true, Depth: true, Timeout: 5 * time.Second})
+	if err != nil {
+		return "", err
+	}
+	defer cam.Close()
+	f := cam.NewFrame()
+	if err := cam.Read(ctx, f); err != nil {
+		return "", fmt.Errorf("no frame: %w", err)
+	}
+	c, d := cam.Intrinsics()
+	return fmt.Sprintf("colour %dx%d, depth %dx%d", c.Width, c.Height, d.Width, d.Height), nil
+}
+
+// initHeader is the comment at the top of the written file.
+func initHeader(simulated bool, found, missing []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "bridge.toml for an Emio, written by bridge init on %s.\n", time.Now().Format("2006-01-02 15:04"))
+	if simulated {
+		b.WriteString("Simulated: servos on a pseudo-terminal and the virtual camera (bridge init -sim).\nFor the robot, run bridge init with the U2D2 and the camera connected.\n")
+	} else {
+		for _, f := range found {
+			b.WriteString("Found: " + f + ".\n")
+		}
+		for _, m := range missing {
+			b.WriteString("Not found: " + m + ": connect it and run bridge init again, or edit the keys below.\n")
+		}
+	}
+	b.WriteString("\nEvery key is documented below; bridge check -config FILE validates the file\nand bridge config -print shows what the bridge runs with.")
+	return b.String()
+}
+
+func idList(ids []int) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = fmt.Sprint(id)
+	}
+	return strings.Join(s, ",")
+}
+
+func bytesToInts(b []byte) []int {
+	out := make([]int, len(b))
+	for i, v := range b {
+		out[i] = int(v)
+	}
+	return out
+}

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/labbridge/bridge/config"
+	"github.com/labbridge/bridge/realsense"
+)
+
+// simServosAt serves simulated servos ids on a pseudo-terminal linked at
+// path until the test ends.
+func simServosAt(t *testing.T, path, ids string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { runCLIctx(ctx, "sim", "servos", "-ids", ids, "-link", path) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the simulated servos never appeared at %s", path)
+		}
+	}
+}
+
+func runCLIctx(ctx context.Context, args ...string) int {
+	var out, errb strings.Builder
+	return run(ctx, args, &out, &errb)
+}
+
+// bridge init on simulated servos behind a /dev/serial/by-id-like link
+// finds the four servos, says what it did not find, and writes a file that
+// bridge check passes and that names the link, the baud and the IDs.
+func TestInitFindsSimulatedServos(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "serial", "by-id", "usb-FTDI_USB__-__Serial_Converter_FT66WCAW-if00-port0")
+	os.MkdirAll(filepath.Dir(link), 0o755)
+	simServosAt(t, link, "0,1,2,3")
+	out := filepath.Join(dir, "emio.toml")
+	code, stdout, stderr := runCLI(t, "init", "-port", link, "-ids", "0-5", "-camera", "none", "-out", out)
+	if code != 0 {
+		t.Fatalf("init: %d\n%s%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"servo 0: XM430-W210", "servo 3: XM430-W210", "wrote " + out, "next: bridge check -config " + out} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("init said no %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, "servo 4") {
+		t.Errorf("init found a servo 4 that does not exist:\n%s", stdout)
+	}
+	if code, o, e := runCLI(t, "check", "-config", out); code != 0 || !strings.Contains(o, "ok, 1 link(s)") {
+		t.Fatalf("check of the written file: %d %s %s", code, o, e)
+	}
+	c, err := config.LoadConfig(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.Links[0].Plant.(*config.EmioPlant)
+	if p.Port != link || p.Baud != 1000000 || len(p.IDs) != 4 || p.Camera.Kind != "none" || c.Links[0].Clock != "timer" {
+		t.Errorf("written: port %q baud %d ids %v camera %q clock %q", p.Port, p.Baud, p.IDs, p.Camera.Kind, c.Links[0].Clock)
+	}
+	text, _ := os.ReadFile(out)
+	if !strings.Contains(string(text), "# Found: servos 0,1,2,3 at 1000000 baud on "+link) {
+		t.Errorf("the file does not say what was found:\n%s", text)
+	}
+	// An existing file is kept.
+	if code, _, stderr := runCLI(t, "init", "-sim", "-out", out); code != 1 || !strings.Contains(stderr, "exists; keep it") {
+		t.Errorf("init over an existing file: %d %q", code, stderr)
+	}
+}
+
+// Three servos at 57600 baud: init tries the bauds in order, writes the
+// baud and IDs found, and says the Emio has four.
+func TestInitFewerServosOtherBaud(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "u2d2")
+	simServosAt(t, link, "1,2,3")
+	out := filepath.Join(dir, "emio.toml")
+	code, stdout, stderr := runCLI(t, "init", "-port", link, "-ids", "0-3", "-bauds", "57600", "-camera", "none", "-out", out)
+	if code != 0 || !strings.Contains(stdout, "found 3") || !strings.Contains(stdout, "found at 57600 baud") {
+		t.Fatalf("init: %d\n%s%s", code, stdout, stderr)
+	}
+	c, err := config.LoadConfig(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := c.Links[0].Plant.(*config.EmioPlant); p.Baud != 57600 || len(p.IDs) != 3 || len(p.Min) != 3 {
+		t.Errorf("written baud %d ids %v min %v", p.Baud, p.IDs, p.Min)
+	}
+}
+
+// Nothing answers on the port: init says so, writes the file anyway with
+// the keys to change, and the file passes check.
+func TestInitNoServos(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "u2d2")
+	simServosAt(t, link, "7")
+	out := filepath.Join(dir, "emio.toml")
+	code, stdout, stderr := runCLI(t, "init", "-port", link, "-ids", "0-3", "-bauds", "1000000", "-camera", "none", "-out", out)
+	if code != 0 || !strings.Contains(stdout, "no servo answered") || !strings.Contains(stdout, "not found: the servos") {
+		t.Fatalf("init: %d\n%s%s", code, stdout, stderr)
+	}
+	if code, o, e := runCLI(t, "check", "-config", out); code != 0 {
+		t.Errorf("check: %d %s %s", code, o, e)
+	}
+}
+
+// bridge init with a RealSense recording plays its first frame and writes
+// it as the camera.
+func TestInitRecordedCamera(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("linux only")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	lib, err := realsense.LoadAny(ctx)
+	if err != nil {
+		t.Skipf("librealsense2 is not installed (pip install pyrealsense2): %v", err)
+	}
+	lib.Close()
+	bag, _ := filepath.Abs("../../realsense/testdata/single_depth_color_640x480.bag")
+	dir := t.TempDir()
+	link := filepath.Join(dir, "u2d2")
+	simServosAt(t, link, "0,1,2,3")
+	out := filepath.Join(dir, "emio.toml")
+	code, stdout, stderr := runCLI(t, "init", "-port", link, "-ids", "0-3", "-playback", bag, "-out", out)
+	if code != 0 || !strings.Contains(stdout, "camera: the recording "+bag+", colour 640x480, depth 640x480") {
+		t.Fatalf("init: %d\n%s%s", code, stdout, stderr)
+	}
+	c, err := config.LoadConfig(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cam := c.Links[0].Plant.(*config.EmioPlant).Camera; cam.Kind != "realsense" || cam.Playback != bag {
+		t.Errorf("camera %+v", cam)
+	}
+}
+
+// -sim writes the simulated Emio; config -print writes the effective
+// configuration, which reads back; both pass check.
+func TestInitSimAndConfigPrint(t *testing.T) {
+	dir := t.TempDir()
+	code, stdout, stderr := runCLI(t, "init", "-sim", "-out", "-")
+	if code != 0 || !strings.Contains(stdout, `port = "sim"`) || !strings.Contains(stdout, "# Simulated") {
+		t.Fatalf("init -sim: %d\n%s%s", code, stdout, stderr)
+	}
+	sim := filepath.Join(dir, "sim.toml")
+	os.WriteFile(sim, []byte(stdout), 0o644)
+	if code, o, e := runCLI(t, "check", "-config", sim); code != 0 {
+		t.Fatalf("check: %d %s %s", code, o, e)
+	}
+	code, printed, stderr := runCLI(t, "config", "-print")
+	if code != 0 || !strings.Contains(printed, "effective configuration of embedded bridge.toml") || strings.Count(printed, "[[link]]") != 3 {
+		t.Fatalf("config -print: %d\n%s%s", code, printed, stderr)
+	}
+	if _, err := config.ParseConfig([]byte(printed)); err != nil {
+		t.Errorf("printed configuration refused: %v", err)
+	}
+	if code, _, stderr := runCLI(t, "config"); code != 2 || !strings.Contains(stderr, "-print") {
+		t.Errorf("config without -print: %d %q", code, stderr)
+	}
+}
