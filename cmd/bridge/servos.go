@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -177,6 +179,12 @@ func cmdSimServos(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	bus, err := dxlsim.NewBus(bc)
 	if err != nil {
 		return err
+	}
+	if *link != "" {
+		// A by-id-like path for a rehearsal: its folder need not exist yet.
+		if err := os.MkdirAll(filepath.Dir(*link), 0o755); err != nil {
+			return fmt.Errorf("bridge sim servos: -link %s: %w", *link, err)
+		}
 	}
 	pt, err := dxlsim.NewPTY(bus, *link)
 	if err != nil {
