@@ -408,3 +408,35 @@ func TestHaltOutcomeAtStop(t *testing.T) {
 		})
 	}
 }
+
+// ailingPart is a part whose health is always err.
+type ailingPart struct{ err error }
+
+func (ailingPart) Serve(ctx context.Context) error { <-ctx.Done(); return nil }
+func (p ailingPart) Health() error                 { return p.err }
+
+// A stopped (or degraded) link's state and its first reason are one line
+// of Health, not "is stopped" and then why; a further reason has a line
+// of its own; a healthy link with a sick part says only the part's.
+func TestHealthOneLinePerProblem(t *testing.T) {
+	sup := fastSupervisor(nil)
+	arm := armLink(t, "arm", &armPlant{n: 2}, plant.HaltHold)
+	other := armLink(t, "other", &armPlant{n: 2}, plant.HaltHold)
+	if err := sup.AddLink(arm, nil, bridge.Part{Name: "servos", Service: ailingPart{errors.New("the servos are not reachable")}},
+		bridge.Part{Name: "camera", Service: ailingPart{errors.New("the camera delivers no frames")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sup.AddLink(other, nil); err != nil {
+		t.Fatal(err)
+	}
+	stop := serve(t, sup)
+	waitFor(t, "both links running", func() bool { return arm.State() == bridge.Running && other.State() == bridge.Running })
+	if got, want := sup.Health().Error(), "link arm: the servos are not reachable\nlink arm: the camera delivers no frames"; got != want {
+		t.Errorf("running:\n%s\nwant\n%s", got, want)
+	}
+	stop()
+	want := "link arm is stopped: the servos are not reachable\nlink arm: the camera delivers no frames\nlink other is stopped"
+	if got := sup.Health().Error(); got != want {
+		t.Errorf("stopped:\n%s\nwant\n%s", got, want)
+	}
+}

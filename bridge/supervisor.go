@@ -493,15 +493,26 @@ func (s *Supervisor) Health() error {
 	links, services := s.entries()
 	var errs []error
 	for _, e := range links {
-		if st := e.link.State(); st == Degraded || st == Stopped {
-			errs = append(errs, fmt.Errorf("link %s is %s", e.link.Name(), st))
-		}
+		var deps []error
 		for _, d := range e.deps {
 			if h, ok := d.Service.(HealthReporter); ok {
 				if err := h.Health(); err != nil {
-					errs = append(errs, fmt.Errorf("link %s: %w", e.link.Name(), err))
+					deps = append(deps, err)
 				}
 			}
+		}
+		st := e.link.State()
+		for i, err := range deps {
+			// A degraded link's first reason goes on its state's line: one
+			// line for one problem, not "is degraded" and then why.
+			if i == 0 && (st == Degraded || st == Stopped) {
+				errs = append(errs, fmt.Errorf("link %s is %s: %w", e.link.Name(), st, err))
+				continue
+			}
+			errs = append(errs, fmt.Errorf("link %s: %w", e.link.Name(), err))
+		}
+		if len(deps) == 0 && (st == Degraded || st == Stopped) {
+			errs = append(errs, fmt.Errorf("link %s is %s", e.link.Name(), st))
 		}
 	}
 	for _, p := range services {
