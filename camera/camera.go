@@ -165,6 +165,12 @@ type Camera struct {
 	streaming atomic.Bool           // between a successful open and the next failure or stop
 	lastErr   atomic.Pointer[error] // why the last Serve failed; nil once streaming
 	warned    bool                  // the thread set-up warning was logged (Serve's goroutines, one at a time)
+
+	// The frame rate as a person reads it: a running mean of the frame
+	// intervals, kept by the camera goroutine.
+	lastFrameTime int64 // camera goroutine only; 0 after an open
+	intervalNs    atomic.Int64
+	tap           frameTap // the status page's thumbnail (thumbnail.go)
 }
 
 // New checks cfg.
@@ -236,6 +242,7 @@ func (c *Camera) serve(ctx context.Context) error {
 	}
 	c.cfg.Observer.ObserveUp(true)
 	c.lastErr.Store(nil)
+	c.lastFrameTime = 0 // the gap of a reopen is no frame interval
 	c.streaming.Store(true)
 	defer c.streaming.Store(false)
 	c.log.Info("camera: streaming", "camera", c.cfg.Name, "width", st.Width, "height", st.Height, "fps", st.FPS)
@@ -306,6 +313,7 @@ func (c *Camera) prepare(st Stream) error {
 	c.tr, c.stream = tr, st
 	n := st.Width * st.Height
 	c.frame = Frame{Color: make([]byte, 3*n), Depth: make([]uint16, n)}
+	c.tap.resize(st.Width, st.Height)
 	return nil
 }
 
@@ -341,6 +349,17 @@ func (c *Camera) track() error {
 	if c.cfg.OnFrame != nil {
 		c.cfg.OnFrame(&c.frame, r)
 	}
+	if prev := c.lastFrameTime; prev != 0 && c.frame.Time > prev {
+		dt, mean := c.frame.Time-prev, c.intervalNs.Load()
+		if mean == 0 {
+			mean = dt
+		}
+		c.intervalNs.Store(mean + (dt-mean)/8)
+	}
+	c.lastFrameTime = c.frame.Time
+	// Last: the vector is out and the loop told, so a viewer's copy
+	// delays neither.
+	c.tap.offer(end, &c.frame, c.tr.Mask(), r.Markers)
 	return nil
 }
 
@@ -425,6 +444,36 @@ func (c *Camera) Latest(dst []float64) Sample {
 	defer c.mu.Unlock()
 	copy(dst, c.vec)
 	return c.sample
+}
+
+// Info is the camera's state for a person watching (the status page).
+type Info struct {
+	Streaming bool
+	// Frames is how many frames were tracked; Sample is the newest.
+	Frames uint64
+	Sample Sample
+	// Age is how old the newest frame is now; 0 before the first.
+	Age time.Duration
+	// FPS is the measured frame rate (a running mean over about the last
+	// 8 frames); 0 until two frames came.
+	FPS float64
+	// Why is the last failure while not streaming ("" otherwise).
+	Why string
+}
+
+// Info reads the camera's state, on any goroutine.
+func (c *Camera) Info() Info {
+	c.mu.Lock()
+	s := c.sample
+	c.mu.Unlock()
+	in := Info{Streaming: c.Streaming(), Frames: c.Frames(), Sample: s, Why: c.Why()}
+	if s.Valid {
+		in.Age = time.Duration(max(c.cfg.Clock.Now()-s.Time, 0))
+	}
+	if iv := c.intervalNs.Load(); iv > 0 {
+		in.FPS = 1e9 / float64(iv)
+	}
+	return in
 }
 
 // Frames returns how many frames were tracked.

@@ -62,6 +62,11 @@ type Built struct {
 	// after its halt.
 	Deps   []bridge.Part
 	Layout plant.Layout
+	// Plant is the link's plant as built, for an observer that checks with
+	// a type assertion what it offers besides plant.Plant (the Emio's
+	// servo status for the status page). Safe only through methods the
+	// plant documents as safe off the loop thread.
+	Plant plant.Plant
 	// Simulated is the simulated servo bus of an Emio on port = "sim" (for
 	// tests that inject faults), else nil.
 	Simulated *dxlsim.Bus
@@ -196,6 +201,7 @@ func (l *Link) Build(env Env) (bb *Built, err error) {
 		return nil, err
 	}
 	built.Deps = ps.deps
+	built.Plant = ps.plant
 	lcfg := l.LinkConfig()
 	lcfg.Loop.Trigger = ps.trigger
 	lcfg.Loop.Pacer = ps.pacer

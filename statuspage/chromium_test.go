@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"image"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -42,25 +43,47 @@ func TestPageInChromium(t *testing.T) {
 		t.Skip("no chromium: install Debian package chromium")
 	}
 	var polls atomic.Int64
-	srv := httptest.NewServer(Handler(func() Snapshot {
+	var thumbs atomic.Int64
+	srv := httptest.NewServer(New(Config{Snapshot: func() Snapshot {
 		n := polls.Add(1)
 		s := testSnapshot()
 		s.Links[0].Seq = 1000 + n
 		s.Links[0].Status = append(s.Links[0].Status, fmt.Sprintf("poll %d", n))
 		s.Links[0].RTTMs = 0.1 + 0.01*float64(n%10)
 		return s
-	}))
+	}, Thumbnail: func(link string, width int) (image.Image, bool) {
+		thumbs.Add(1)
+		return testThumbnail(link, width)
+	}}))
 	defer srv.Close()
 
 	pollRe := regexp.MustCompile(`poll (\d+)`)
+	servoRowRe := regexp.MustCompile(`<tr class="servo"><td class="id">\d`)
+	logRowRe := regexp.MustCompile(`<tr class="logline"><td class="t" title="2026`)
 	var seen []int
 	for range 2 {
 		dom := string(chromium(t, bin, srv.URL+"/", "--dump-dom"))
 		for _, want := range []string{"emio", "vrep", "running", "handshaking", "v1.2.3", "/etc/bridge/emio.toml",
-			"a servo is hot", "servo 2: 74 °C", "markers", "speeds", "lock locked 30.0029 Hz"} {
+			"a servo is hot", "servo 2: 74 °C", "markers", "speeds", "lock locked 30.0029 Hz",
+			// The loop's lateness, on the card and beside its plot.
+			"tick late p99", "42 µs", "tick late max", "1.25 ms", "tick lateness",
+			// The servos: angle, temperature against the limit, alerts.
+			"+0.250", "74 °C", "/ 80", "overheating", "alerts 12", "missed 3", "not read yet",
+			// The camera: its numbers and a thumbnail that loaded whole.
+			"30.0", "13 ms", `data-natural="320x240"`,
+			// The last warnings and errors.
+			"Last warnings and errors", "partner lost", "err=timeout after 3 ticks", "simulated device stopped",
+			"1 error, 1 warning"} {
 			if !bytes.Contains([]byte(dom), []byte(want)) {
 				t.Errorf("the rendered page lacks %q", want)
 			}
+		}
+		// Rendered rows, not the script's text that makes them.
+		if n := len(servoRowRe.FindAllString(dom, -1)); n != 4 {
+			t.Errorf("%d servo rows, want 4", n)
+		}
+		if n := len(logRowRe.FindAllString(dom, -1)); n != 2 {
+			t.Errorf("%d log lines, want 2", n)
 		}
 		m := pollRe.FindStringSubmatch(dom)
 		if m == nil {
@@ -72,9 +95,12 @@ func TestPageInChromium(t *testing.T) {
 	if seen[1] <= seen[0] {
 		t.Errorf("polls shown: %v, want the second page to show a later snapshot", seen)
 	}
+	if thumbs.Load() == 0 {
+		t.Error("the page never asked for the camera's thumbnail")
+	}
 
 	png := filepath.Join(t.TempDir(), "statuspage.png")
-	chromium(t, bin, srv.URL+"/", "--screenshot="+png, "--window-size=1280,800")
+	chromium(t, bin, srv.URL+"/", "--screenshot="+png, "--window-size=1280,1400")
 	img, err := os.ReadFile(png)
 	if err != nil {
 		t.Fatal(err)

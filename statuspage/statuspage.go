@@ -9,8 +9,12 @@ import (
 	"bytes"
 	_ "embed"
 	"encoding/json"
+	"image"
+	"image/jpeg"
 	"math"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 )
 
@@ -27,6 +31,20 @@ type Snapshot struct {
 	Config  string    `json:"config"`
 	Started time.Time `json:"started"`
 	Links   []Link    `json:"links"`
+	// Errors are the process's last warnings and errors, oldest first.
+	Errors []LogLine `json:"errors,omitempty"`
+}
+
+// LogLine is one warning or error the process logged.
+type LogLine struct {
+	Time  time.Time `json:"time"`
+	Level string    `json:"level"` // WARN, ERROR
+	// Link is the link the line is about, when it names one.
+	Link    string `json:"link,omitempty"`
+	Message string `json:"message"`
+	// Detail is the line's other attributes, "key=value" separated by
+	// spaces (the error first).
+	Detail string `json:"detail,omitempty"`
 }
 
 // Link is one link's status.
@@ -55,6 +73,56 @@ type Link struct {
 	// Status are extra lines: the camera's frames, the lock, stale ticks.
 	Status []string `json:"status,omitempty"`
 	Faults []Fault  `json:"faults,omitempty"`
+	// Lateness is the loop's send lateness over the last minute of ticks.
+	Lateness *Lateness `json:"lateness,omitempty"`
+	// Servos are the link's servos, for a plant that has them.
+	Servos []Servo `json:"servos,omitempty"`
+	// Camera is the link's camera, for a plant that has one.
+	Camera *Camera `json:"camera,omitempty"`
+}
+
+// Lateness is how late the loop's sends were against their deadlines over
+// the last minute of ticks, in ms.
+type Lateness struct {
+	P99Ms float64 `json:"p99_ms"`
+	MaxMs float64 `json:"max_ms"`
+	Ticks uint64  `json:"ticks"`
+}
+
+// Servo is one servo's state. A value not known yet is nil.
+type Servo struct {
+	ID int `json:"id"`
+	// AngleRad is the servo's angle in the last measurement.
+	AngleRad *float64 `json:"angle_rad,omitempty"`
+	// TempC is the temperature and LimitC the servo's limit, in °C.
+	TempC  *float64 `json:"temp_c,omitempty"`
+	LimitC *float64 `json:"limit_c,omitempty"`
+	// HardwareError names the servo's hardware error bits ("" for none).
+	HardwareError string `json:"hardware_error,omitempty"`
+	// Alerting is true while the servo's replies carry the alert bit;
+	// Alerts counts them, MissedReads the position reads it spoilt.
+	Alerting    bool   `json:"alerting,omitempty"`
+	Alerts      uint64 `json:"alerts"`
+	MissedReads uint64 `json:"missed_reads"`
+}
+
+// Camera is a link's camera.
+type Camera struct {
+	Streaming bool `json:"streaming"`
+	// Why is the last failure while not streaming.
+	Why string `json:"why,omitempty"`
+	// FPS is the measured frame rate; Frame the newest frame's number, in
+	// which Found markers were accepted; Held says the marker vector was
+	// kept from an earlier frame.
+	FPS    float64 `json:"fps"`
+	Frames uint64  `json:"frames"`
+	Frame  uint64  `json:"frame"`
+	Found  int     `json:"found"`
+	Held   bool    `json:"held,omitempty"`
+	// AgeMs is how old the newest frame is; omitted before the first.
+	AgeMs *float64 `json:"age_ms,omitempty"`
+	// Thumbnail is where the page gets the newest frame as a JPEG.
+	Thumbnail string `json:"thumbnail"`
 }
 
 // Counts are the link's exchange and loop counters since it started.
@@ -120,9 +188,32 @@ type Fault struct {
 	Since  time.Time `json:"since"`
 }
 
+// ThumbnailWidth is the width, in pixels, the page shows camera frames at.
+const ThumbnailWidth = 320
+
+// ThumbnailPath is where the page gets link's camera thumbnail, relative to
+// the page (Camera.Thumbnail).
+func ThumbnailPath(link string) string { return "camera/" + url.PathEscape(link) + ".jpg" }
+
+// Config is what the page reads.
+type Config struct {
+	// Snapshot is called once per /status.json request.
+	Snapshot func() Snapshot
+	// Thumbnail draws the newest frame of link's camera about width
+	// pixels wide, on the request's goroutine. found is false for an
+	// unknown link or one without a camera (404); img is nil while there is
+	// no frame yet (503). Nil: no link has a camera.
+	Thumbnail func(link string, width int) (img image.Image, found bool)
+}
+
 // Handler serves the page at GET / and the snapshot at GET /status.json.
 // snap is called once per /status.json request.
-func Handler(snap func() Snapshot) http.Handler {
+func Handler(snap func() Snapshot) http.Handler { return New(Config{Snapshot: snap}) }
+
+// New serves the page at GET /, the snapshot at GET /status.json and each
+// camera's thumbnail at GET /camera/{link}.jpg.
+func New(cfg Config) http.Handler {
+	snap := cfg.Snapshot
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -143,6 +234,33 @@ func Handler(snap func() Snapshot) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		_, _ = w.Write(append(body, '\n'))
+	})
+	mux.HandleFunc("GET /camera/{file}", func(w http.ResponseWriter, r *http.Request) {
+		link, ok := strings.CutSuffix(r.PathValue("file"), ".jpg")
+		if !ok || link == "" || cfg.Thumbnail == nil {
+			http.NotFound(w, r)
+			return
+		}
+		img, found := cfg.Thumbnail(link, ThumbnailWidth)
+		switch {
+		case !found:
+			http.Error(w, "statuspage: no camera on link "+link, http.StatusNotFound)
+			return
+		case img == nil:
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "statuspage: no frame yet", http.StatusServiceUnavailable)
+			return
+		}
+		// Encoded whole before the first byte, so that a failure is an
+		// error status rather than half an image.
+		var buf bytes.Buffer
+		if err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: 80}); err != nil {
+			http.Error(w, "statuspage: encoding the thumbnail: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "image/jpeg")
+		w.Header().Set("Cache-Control", "no-store")
+		_, _ = w.Write(buf.Bytes())
 	})
 	return mux
 }

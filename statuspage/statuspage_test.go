@@ -2,6 +2,8 @@ package statuspage
 
 import (
 	"encoding/json"
+	"image"
+	"image/jpeg"
 	"io"
 	"math"
 	"net/http"
@@ -28,10 +30,26 @@ func testSnapshot() Snapshot {
 			Status:  []string{"frame 149 found 1", "lock locked 30.0029 Hz"},
 			Faults: []Fault{{Name: "servo_hot", Title: "a servo is hot", Detail: "servo 2: 74 °C",
 				Since: time.Date(2026, 1, 2, 3, 5, 0, 0, time.UTC)}},
+			Lateness: &Lateness{P99Ms: 0.042, MaxMs: 1.25, Ticks: 1800},
+			Servos: []Servo{
+				{ID: 0, AngleRad: new(0.0), TempC: new(41.0), LimitC: new(80.0), Alerts: 0, MissedReads: 0},
+				{ID: 1, AngleRad: new(0.25), TempC: new(52.0), LimitC: new(80.0)},
+				{ID: 2, AngleRad: new(-0.25), TempC: new(74.0), LimitC: new(80.0), HardwareError: "overheating",
+					Alerting: true, Alerts: 12, MissedReads: 3},
+				{ID: 3}, // not read yet
+			},
+			Camera: &Camera{Streaming: true, FPS: 30.003, Frames: 150, Frame: 149, Found: 1, AgeMs: new(12.5),
+				Thumbnail: ThumbnailPath("emio")},
 		}, {
 			Name: "vrep", Kind: "vrep", State: "handshaking", RateHz: 20, Seq: -1,
 			Measurement: []Vector{}, Command: []Vector{{Name: "speeds", Unit: "rad/s", Values: []float64{1, 2}}},
 		}},
+		Errors: []LogLine{
+			{Time: time.Date(2026, 1, 2, 3, 4, 7, 0, time.UTC), Level: "WARN", Link: "emio", Message: "partner lost",
+				Detail: "err=timeout after 3 ticks"},
+			{Time: time.Date(2026, 1, 2, 3, 4, 9, 0, time.UTC), Level: "ERROR", Message: "simulated device stopped",
+				Detail: "device=camera"},
+		},
 	}
 }
 
@@ -87,7 +105,7 @@ func TestStatusJSONRoundTrip(t *testing.T) {
 		t.Error("no server time \"now\" in the snapshot: the page's uptime needs it")
 	}
 	link := raw["links"].([]any)[1].(map[string]any)
-	for _, omitted := range []string{"state_since", "faults", "status", "late_p99_ms"} {
+	for _, omitted := range []string{"state_since", "faults", "status", "late_p99_ms", "lateness", "servos", "camera"} {
 		if _, ok := link[omitted]; ok {
 			t.Errorf("the handshaking link has %q, want it omitted when unknown or empty", omitted)
 		}
@@ -106,6 +124,7 @@ func TestRoutes(t *testing.T) {
 		{http.MethodPost, "/", http.StatusMethodNotAllowed},
 		{http.MethodPost, "/status.json", http.StatusMethodNotAllowed},
 		{http.MethodGet, "/nothing", http.StatusNotFound},
+		{http.MethodGet, "/camera/emio.jpg", http.StatusNotFound}, // Handler: no thumbnails
 	} {
 		if rec := get(t, h, c.method, c.path); rec.Code != c.code {
 			t.Errorf("%s %s = %d, want %d", c.method, c.path, rec.Code, c.code)
@@ -156,5 +175,98 @@ func TestVectorJSON(t *testing.T) {
 	body, _ := io.ReadAll(rec.Body)
 	if rec.Code != http.StatusOK || !strings.Contains(string(body), `"values":[null,`) {
 		t.Errorf("snapshot with a NaN = %d %s", rec.Code, body)
+	}
+}
+
+// The JSON names the page reads: a rename on one side would blank a panel.
+func TestStatusJSONNames(t *testing.T) {
+	rec := get(t, Handler(testSnapshot), http.MethodGet, "/status.json")
+	var raw struct {
+		Links []struct {
+			Lateness map[string]any   `json:"lateness"`
+			Servos   []map[string]any `json:"servos"`
+			Camera   map[string]any   `json:"camera"`
+		} `json:"links"`
+		Errors []map[string]any `json:"errors"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &raw); err != nil {
+		t.Fatal(err)
+	}
+	l := raw.Links[0]
+	if l.Lateness["p99_ms"] != 0.042 || l.Lateness["max_ms"] != 1.25 {
+		t.Errorf("lateness %v", l.Lateness)
+	}
+	if len(l.Servos) != 4 || l.Servos[2]["temp_c"] != 74.0 || l.Servos[2]["limit_c"] != 80.0 ||
+		l.Servos[2]["hardware_error"] != "overheating" || l.Servos[1]["angle_rad"] != 0.25 {
+		t.Errorf("servos %v", l.Servos)
+	}
+	if _, ok := l.Servos[3]["temp_c"]; ok {
+		t.Errorf("a servo not read yet has a temperature: %v", l.Servos[3])
+	}
+	if l.Camera["fps"] != 30.003 || l.Camera["found"] != 1.0 || l.Camera["age_ms"] != 12.5 || l.Camera["thumbnail"] != "camera/emio.jpg" {
+		t.Errorf("camera %v", l.Camera)
+	}
+	if len(raw.Errors) != 2 || raw.Errors[0]["link"] != "emio" || raw.Errors[0]["message"] != "partner lost" ||
+		raw.Errors[1]["level"] != "ERROR" {
+		t.Errorf("errors %v", raw.Errors)
+	}
+}
+
+// testThumbnail is a camera frame stand-in for link "emio" only; "vrep"
+// has no camera and "late" no frame yet.
+func testThumbnail(link string, width int) (image.Image, bool) {
+	switch link {
+	case "emio":
+		img := image.NewRGBA(image.Rect(0, 0, width, width*3/4))
+		for i := range img.Pix {
+			img.Pix[i] = byte(i)
+		}
+		return img, true
+	case "late":
+		return nil, true
+	}
+	return nil, false
+}
+
+// The thumbnail endpoint: a JPEG of the width the page shows, 404 for a
+// link without a camera or unknown, 503 while there is no frame yet.
+func TestThumbnailEndpoint(t *testing.T) {
+	h := New(Config{Snapshot: testSnapshot, Thumbnail: testThumbnail})
+	rec := get(t, h, http.MethodGet, "/camera/emio.jpg")
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET /camera/emio.jpg = %d %s", rec.Code, rec.Body)
+	}
+	if ct := rec.Header().Get("Content-Type"); ct != "image/jpeg" {
+		t.Errorf("Content-Type = %q", ct)
+	}
+	if cc := rec.Header().Get("Cache-Control"); cc != "no-store" {
+		t.Errorf("Cache-Control = %q", cc)
+	}
+	img, err := jpeg.Decode(rec.Body)
+	if err != nil {
+		t.Fatalf("not a JPEG: %v", err)
+	}
+	if b := img.Bounds(); b.Dx() != ThumbnailWidth || b.Dy() != ThumbnailWidth*3/4 {
+		t.Errorf("thumbnail %v, want %dx%d", b, ThumbnailWidth, ThumbnailWidth*3/4)
+	}
+	for _, c := range []struct {
+		path string
+		code int
+	}{
+		{"/camera/vrep.jpg", http.StatusNotFound},
+		{"/camera/nolink.jpg", http.StatusNotFound},
+		{"/camera/emio.png", http.StatusNotFound},
+		{"/camera/.jpg", http.StatusNotFound},
+		{"/camera/late.jpg", http.StatusServiceUnavailable},
+	} {
+		if rec := get(t, h, http.MethodGet, c.path); rec.Code != c.code {
+			t.Errorf("GET %s = %d, want %d", c.path, rec.Code, c.code)
+		}
+	}
+	if rec := get(t, h, http.MethodPost, "/camera/emio.jpg"); rec.Code != http.StatusMethodNotAllowed {
+		t.Errorf("POST = %d", rec.Code)
+	}
+	if got := ThumbnailPath("a b/c"); got != "camera/a%20b%2Fc.jpg" {
+		t.Errorf("ThumbnailPath = %q", got)
 	}
 }

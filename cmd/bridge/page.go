@@ -42,12 +42,16 @@ func (c *stateClock) at(link, state string) time.Time {
 	return time.Time{}
 }
 
-// statusSnapshot reads every link for the status page. It runs on the
-// metrics server's goroutine: the links' vectors and counters are atomics
-// the loop publishes.
-func statusSnapshot(links []*config.Built, states *stateClock, from string, started time.Time) func() statuspage.Snapshot {
+// statusSnapshot reads every link for the status page, with the last
+// warnings and errors that ring kept (nil: none). It runs on the metrics
+// server's goroutine: the links' vectors and counters are atomics the loop
+// publishes.
+func statusSnapshot(links []*config.Built, states *stateClock, ring *logRing, from string, started time.Time) func() statuspage.Snapshot {
 	return func() statuspage.Snapshot {
 		s := statuspage.Snapshot{Version: version, Config: from, Started: started, Links: make([]statuspage.Link, 0, len(links))}
+		if ring != nil {
+			s.Errors = ring.recent()
+		}
 		for _, b := range links {
 			l := pageLink(b, snapshot(b))
 			l.StateSince = states.at(l.Name, l.State)
@@ -81,7 +85,10 @@ func pageLink(b *config.Built, r linkRow) statuspage.Link {
 	meas := make([]float64, b.Layout.MeasureLen())
 	if b.Link.Measurement(meas) {
 		l.Measurement = fields(b.Layout.Measure, meas)
+	} else {
+		meas = nil
 	}
+	pageParts(b, &l, meas)
 	if b.Faults != nil {
 		for _, f := range b.Faults.Active() {
 			l.Faults = append(l.Faults, statuspage.Fault{Name: f.Name, Title: f.Title, Detail: f.Detail, Since: f.Since})
