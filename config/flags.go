@@ -45,10 +45,16 @@ func (s Service) JournalLogger(w io.Writer) *slog.Logger {
 	return slog.New(journal.NewHandler(w, func(w io.Writer) slog.Handler { return s.handler(w, false) }))
 }
 
-func (s Service) handler(w io.Writer, terminal bool) slog.Handler {
+// Level is log_level's; validation refused any other value, so an
+// unparsable one (a Service built by hand) is INFO.
+func (s Service) Level() slog.Level {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(s.LogLevel))
-	opts := &slog.HandlerOptions{Level: level}
+	return level
+}
+
+func (s Service) handler(w io.Writer, terminal bool) slog.Handler {
+	opts := &slog.HandlerOptions{Level: s.Level()}
 	if s.LogFormat == "json" || (s.LogFormat == "auto" && !terminal) {
 		return slog.NewJSONHandler(w, opts)
 	}

@@ -72,9 +72,15 @@ func runConfig(ctx context.Context, cfg *config.Config, from string, simulate, e
 		term.show([]string{"building the links…"})
 	}
 	logger := cfg.Service.Logger(logOut, isTerminal(stderr))
+	if cfg.Service.LogFormat == "auto" && isTerminal(stderr) {
+		// A person reads these: short lines, above the status rows.
+		logger = slog.New(newTermHandler(logOut, cfg.Service.Level()))
+	}
 	if f, ok := stderr.(*os.File); ok && journal.Attached(f, os.Getenv("JOURNAL_STREAM")) {
 		logger = cfg.Service.JournalLogger(stderr)
 	}
+	// The status page shows the last warnings and errors, from here on.
+	logger = slog.New(withRing(logger.Handler(), &logRing{}))
 	for _, w := range cfg.Warnings() {
 		logger.Warn(w)
 	}
@@ -125,6 +131,11 @@ func wire(cfg *config.Config, from string, env config.Env, metricsAddr string) (
 	if env.Logger == nil {
 		env.Logger = slog.New(slog.DiscardHandler)
 	}
+	ring := ringOf(env.Logger)
+	if ring == nil && metricsAddr != "" {
+		ring = &logRing{}
+		env.Logger = slog.New(withRing(env.Logger.Handler(), ring))
+	}
 	procs, warning := cfg.Procs(runtime.NumCPU(), runtime.GOMAXPROCS(0))
 	runtime.GOMAXPROCS(procs)
 	if warning != "" {
@@ -160,7 +171,10 @@ func wire(cfg *config.Config, from string, env config.Env, metricsAddr string) (
 		}
 	}
 	if metricsAddr != "" {
-		page := statuspage.Handler(statusSnapshot(a.links, states, from, time.Now()))
+		page := statuspage.New(statuspage.Config{
+			Snapshot:  statusSnapshot(a.links, states, ring, from, time.Now()),
+			Thumbnail: thumbnails(a.links),
+		})
 		if a.server, err = metrics.ListenWith(metricsAddr, reg, a.sup.Health, page, env.Logger); err != nil {
 			a.close()
 			return nil, err
