@@ -58,9 +58,11 @@ var imports = map[string][]string{
 	// The status page takes its data through a function: a base package.
 	"statuspage": {},
 	"loopbench":  {"bridge", "latency", "plant", "realtime", "simulink"},
+	// The telemetry tap is a link's recorder: it takes the link's record.
+	"tap": {"bridge", "plant", "realtime", "simulink"},
 	// The configuration builds links: it may import every library.
 	"config": {".", "bridge", "camera", "dynamixel", "dynamixel/dxlsim", "emio", "fault", "framelock", "journal", "meca500", "meca500/mecasim", "metrics",
-		"plant", "vrep", "vrep/vrepsim", "realsense", "realsense/tracker", "realtime", "sim", "simulink"},
+		"plant", "vrep", "vrep/vrepsim", "realsense", "realsense/tracker", "realtime", "sim", "simulink", "tap"},
 	"cmd/bridge": nil, // anything but another command
 }
 

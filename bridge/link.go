@@ -87,6 +87,8 @@ type LinkConfig struct {
 	// Margin closes the receive window this long before the next deadline;
 	// 0 means a tenth of the period, at most 2 ms.
 	Margin time.Duration
+	// Recorder, when set, gets every exchanged tick (a telemetry tap).
+	Recorder TickRecorder
 }
 
 // Link joins a loop, a Simulink exchanger and a plant: one tick measures,
@@ -110,6 +112,9 @@ type Link struct {
 	haveCmd       bool
 	fresh         bool // cmd was received since it was last applied
 	state         State
+	tickApplied   bool       // a command reached the plant in this tick
+	rec           TickRecord // the recorder's, refilled every tick
+	exRep         exchangeReporter
 
 	// released: the last Serve ended with Halt(HaltTorqueOff), so the plant
 	// must be reopened before the next Serve uses it. Link goroutine only.
@@ -187,6 +192,7 @@ func NewLink(cfg LinkConfig, p plant.Plant, ex Exchanger, clock *realtime.Clock,
 	l.ready, _ = p.(plant.Readier)
 	l.deadman, _ = p.(plant.Deadman)
 	l.latch, _ = p.(plant.Latcher)
+	l.exRep, _ = ex.(exchangeReporter)
 	l.deviceUp.Store(true)
 	return l, nil
 }
@@ -404,6 +410,7 @@ func (l *Link) HaltErr() error {
 
 // Tick runs one tick: measure, apply the previous command, exchange.
 func (l *Link) Tick(ti *TickInfo) {
+	l.tickApplied = false
 	up := l.deviceUp.Load()
 	if up && l.state == Degraded {
 		l.setState(l.linkState(), CauseDeviceReopened, nil)
@@ -438,7 +445,8 @@ func (l *Link) Tick(ti *TickInfo) {
 	// While degraded the last measurement is sent again: Simulink keeps its
 	// step and the handshake state survives a device restart. It is counted
 	// as stale, since nothing in the datagram can say so.
-	if !up && l.ex.Synced() {
+	stale := !up && l.ex.Synced()
+	if stale {
 		l.stale.Add(1)
 		l.cmdObs.StaleMeasurement()
 	}
@@ -471,6 +479,24 @@ func (l *Link) Tick(ti *TickInfo) {
 			l.setState(next, cause, nil)
 		}
 	}
+	if l.cfg.Recorder != nil {
+		l.record(ti, s, stale)
+	}
+}
+
+// record hands the tick to the recorder, in the link's own record.
+func (l *Link) record(ti *TickInfo, s simulink.Status, stale bool) {
+	r := &l.rec
+	*r = TickRecord{
+		N: ti.N, Deadline: ti.Deadline, Skipped: ti.Skipped, Status: s, State: l.state,
+		Seq: -1, ReplyLatency: -1, CommandApplied: l.tickApplied, Stale: stale,
+		Measurement: l.meas, Command: l.rx, Applied: l.cmd,
+	}
+	if l.exRep != nil {
+		e := l.exRep.LastExchange()
+		r.Seq, r.Sent, r.ReplyLatency, r.Late = e.Seq, e.Sent, e.Latency, e.Late
+	}
+	l.cfg.Recorder.RecordTick(r)
 }
 
 // latched completes a measurement just read: the values a Latcher keeps
@@ -543,6 +569,7 @@ func (l *Link) apply() bool {
 		return false
 	}
 	l.applied.Add(1)
+	l.tickApplied = true
 	return true
 }
 

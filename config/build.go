@@ -20,6 +20,7 @@ import (
 	"github.com/labbridge/bridge/plant"
 	"github.com/labbridge/bridge/realtime"
 	"github.com/labbridge/bridge/simulink"
+	"github.com/labbridge/bridge/tap"
 )
 
 // Env is what building a link takes from the process.
@@ -67,6 +68,8 @@ type Built struct {
 	// servo status for the status page). Safe only through methods the
 	// plant documents as safe off the loop thread.
 	Plant plant.Plant
+	// Tap is the link's telemetry tap, nil when off.
+	Tap *tap.Tap
 	// Simulated is the simulated servo bus of an Emio on port = "sim" (for
 	// tests that inject faults), else nil.
 	Simulated *dxlsim.Bus
@@ -217,6 +220,15 @@ func (l *Link) Build(env Env) (bb *Built, err error) {
 	case env.Loop != nil:
 		loopObs = env.Loop
 	}
+	if l.Tap.Address != "" {
+		tp, err := l.newTap(env, built.Layout)
+		if err != nil {
+			return nil, err
+		}
+		built.closers = append(built.closers, tp.Close)
+		built.Tap, lcfg.Recorder = tp, tp
+		built.Deps = append(built.Deps, bridge.Part{Name: "tap", Service: tp})
+	}
 	if built.Link, err = bridge.NewLink(lcfg, ps.plant, built.Master, env.Clock, loopObs, cmdObs, env.Logger); err != nil {
 		return nil, err
 	}
@@ -249,6 +261,30 @@ func (l *Link) Build(env Env) (bb *Built, err error) {
 		built.Link.DeviceFailed(ps.openErr)
 	}
 	return built, nil
+}
+
+// newTap makes the link's telemetry tap: its descriptor names the link and
+// every value of the layout (docs/tap.md §4).
+func (l *Link) newTap(env Env, layout plant.Layout) (*tap.Tap, error) {
+	fields := func(fs []plant.Field) []tap.Field {
+		out := make([]tap.Field, len(fs))
+		for i, f := range fs {
+			out[i] = tap.Field{Name: f.Name, Unit: f.Unit, Len: f.Len}
+		}
+		return out
+	}
+	cfg := tap.Config{
+		Address: netip.MustParseAddrPort(l.Tap.Address), PayloadType: uint8(l.Tap.PayloadType), Clock: env.Clock,
+		Descriptor: tap.Descriptor{Link: l.Name, RateHz: l.RateHz, Measure: fields(layout.Measure), Command: fields(layout.Command)},
+	}
+	if env.Metrics != nil {
+		obs, err := env.Metrics.Tap(l.Name)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Observer = obs
+	}
+	return tap.New(cfg)
 }
 
 // threadMetrics is the link's metrics as the loop's observer, with the loop

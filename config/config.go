@@ -30,6 +30,7 @@ import (
 	"github.com/labbridge/bridge/bridge"
 	"github.com/labbridge/bridge/plant"
 	"github.com/labbridge/bridge/simulink"
+	"github.com/labbridge/bridge/tap"
 )
 
 // ErrConfig is the sentinel of every configuration error.
@@ -138,6 +139,8 @@ type Link struct {
 	Loop    LoopTable
 	UDP     UDPTable
 	Partner PartnerTable
+	// Tap is [link.tap]: every tick mirrored as an RTP packet.
+	Tap TapTable
 	// Plant is the [link.plant] table of the plant's kind.
 	Plant Plant
 }
@@ -192,6 +195,7 @@ type fileLink struct {
 	Loop    LoopTable      `toml:"loop"`
 	UDP     UDPTable       `toml:"udp"`
 	Partner PartnerTable   `toml:"partner"`
+	Tap     TapTable       `toml:"tap"`
 	Plant   toml.Primitive `toml:"plant"`
 }
 
@@ -223,7 +227,7 @@ func ParseConfig(data []byte) (*Config, error) {
 		fl := &f.Links[i]
 		l := Link{
 			Name: fl.Name, RateHz: 30, Apply: fl.Apply, Halt: fl.Halt, Margin: fl.Margin, Clock: fl.Clock,
-			Loop: fl.Loop, UDP: fl.UDP, Partner: fl.Partner,
+			Loop: fl.Loop, UDP: fl.UDP, Partner: fl.Partner, Tap: fl.Tap,
 		}
 		if fl.RateHz != nil { // absent: 30 Hz, emioapi's; 0 written is refused
 			l.RateHz = *fl.RateHz
@@ -384,6 +388,9 @@ func (l *Link) fillDefaults() {
 	if u.RecvBuffer == 0 {
 		u.RecvBuffer = def.RecvBuffer
 	}
+	if l.Tap.PayloadType == 0 {
+		l.Tap.PayloadType = tap.DefaultPayloadType
+	}
 	l.Plant.defaults(l)
 }
 
@@ -467,6 +474,14 @@ func (l *Link) validate(v *validator) {
 	if l.Clock == "frame" && (l.Loop.Lead.Duration != 0 || l.Loop.Lead.Auto) {
 		v.bad("loop.lead", *l.Loop.Lead, `"0s" with clock = "frame" (the loop ticks on each frame event, on no deadline of its own)`)
 	}
+	if a := l.Tap.Address; a != "" {
+		if ap, err := netip.ParseAddrPort(a); err != nil || ap.Port() == 0 {
+			v.bad("tap.address", quote(a), `an IP address and port, like "239.0.0.1:5004" (multicast) or "192.168.0.10:5004"; "" = off`)
+		}
+	}
+	if pt := l.Tap.PayloadType; pt < 96 || pt > 127 {
+		v.bad("tap.payload_type", pt, "a dynamic RTP payload type, 96..127")
+	}
 	period := time.Duration(float64(time.Second) / max(l.RateHz, 1))
 	if m := l.Margin.Duration; m < 0 || m >= period {
 		v.bad("window_margin", m, fmt.Sprintf("0 ≤ margin < the period (%v); 0 = automatic", period))
@@ -539,4 +554,26 @@ func (c *Config) Simulated() bool {
 		}
 	}
 	return true
+}
+
+// TapTable is [link.tap]: the link's telemetry tap (docs/tap.md).
+type TapTable struct {
+	// Address is a unicast or multicast IP address and port; "" = off.
+	Address     string `toml:"address"`
+	PayloadType int    `toml:"payload_type"`
+}
+
+// SetTap turns every link's tap on to addr (`-tap ADDR`), or leaves the
+// configuration's when addr is "".
+func (c *Config) SetTap(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	if ap, err := netip.ParseAddrPort(addr); err != nil || ap.Port() == 0 {
+		return fmt.Errorf("%w: -tap %q: want an IP address and port, like 239.0.0.1:5004 (multicast) or 127.0.0.1:5004", ErrConfig, addr)
+	}
+	for i := range c.Links {
+		c.Links[i].Tap.Address = addr
+	}
+	return nil
 }

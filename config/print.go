@@ -188,6 +188,8 @@ func (c *Config) Write(w io.Writer, notes Notes, header string) error {
 		p.fields("link.loop", reflect.ValueOf(l.Loop), kind, "")
 		p.table("[link.udp]", "link.udp", kind, "")
 		p.fields("link.udp", reflect.ValueOf(l.UDP), kind, "")
+		p.table("[link.tap]", "link.tap", kind, "")
+		p.fields("link.tap", reflect.ValueOf(l.Tap), kind, "")
 		if l.Plant != nil {
 			p.table("[link.plant]", "link.plant", kind, "")
 			p.fields("link.plant", reflect.ValueOf(l.Plant), kind, "")

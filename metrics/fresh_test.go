@@ -91,6 +91,9 @@ func fullSet(t *testing.T, reg prometheus.Registerer) *Link {
 	if _, err := set.Scene("vrep", 50*time.Millisecond, []string{"other", "refused"}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := set.Tap("emio"); err != nil {
+		t.Fatal(err)
+	}
 	return l
 }
 

@@ -104,6 +104,7 @@ type Set struct {
 	ticks, overruns, lateReplies, stateChanges *prometheus.CounterVec
 	status, dropped, rejected, restarts        *prometheus.CounterVec
 	stale                                      *prometheus.CounterVec
+	tapSent, tapDropped, tapErrors             *prometheus.CounterVec
 	period                                     *prometheus.GaugeVec
 
 	mu    sync.Mutex
@@ -137,6 +138,9 @@ func New(reg prometheus.Registerer, info BuildInfo) (*Set, error) {
 		rejected:     counter("link_rejected_commands_total", "Commands refused or clamped before they reached a motor, by reason.", "link", "reason"),
 		restarts:     counter("device_restarts_total", "Device reconnections by the supervisor.", "link", "device"),
 		stale:        counter("link_stale_measurements_total", "Measurements sent again to the partner because the device could not be read.", "link"),
+		tapSent:      counter("tap_packets_total", "Ticks the telemetry tap sent as RTP packets (docs/tap.md).", "link"),
+		tapDropped:   counter("tap_dropped_total", "Ticks the telemetry tap dropped because its ring was full; the loop never waits for it.", "link"),
+		tapErrors:    counter("tap_errors_total", "Tap packets that could not be sent.", "link"),
 		period:       gauge("loop_period_seconds", "Configured loop period.", "link"),
 		links:        make(map[string]struct{}),
 	}
@@ -148,7 +152,7 @@ func New(reg prometheus.Registerer, info BuildInfo) (*Set, error) {
 	})
 	build.Set(1)
 	for _, c := range []prometheus.Collector{build, s.ticks, s.overruns, s.lateReplies, s.stateChanges,
-		s.status, s.dropped, s.rejected, s.restarts, s.stale, s.period} {
+		s.status, s.dropped, s.rejected, s.restarts, s.stale, s.tapSent, s.tapDropped, s.tapErrors, s.period} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrRegister, err)
 		}

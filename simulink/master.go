@@ -190,8 +190,9 @@ type Master struct {
 	pinned     bool   // replies are accepted from pinPort only
 	pinPort    uint16 // the source port that completed the handshake
 	seq        int64
-	lastAcc    int64 // highest seq whose reply was accepted since the handshake
-	echo       bool  // the partner answered seq with seq at least once
+	last       Exchange // what the last Exchange did, for LastExchange
+	lastAcc    int64    // highest seq whose reply was accepted since the handshake
+	echo       bool     // the partner answered seq with seq at least once
 	timeouts   int
 	desyncs    int
 	nextHS     int64
@@ -270,6 +271,20 @@ func (m *Master) Lens() (measure, command int) { return m.cfg.MeasureLen, m.cfg.
 // Config returns the master's configuration.
 func (m *Master) Config() MasterConfig { return m.cfg }
 
+// Exchange is what the last Exchange sent and received, for a tap.
+type Exchange struct {
+	// Seq is the seq sent (HandshakeSeq during the handshake); Sent is
+	// when it left on the master's clock, 0 when no datagram left.
+	Seq, Sent int64
+	// Latency is the accepted reply's, from the send of the seq it
+	// answers, ns; −1 without one. Late: it came after its tick's window.
+	Latency int64
+	Late    bool
+}
+
+// LastExchange is what the last Exchange did; on the loop thread, after it.
+func (m *Master) LastExchange() Exchange { return m.last }
+
 // Synced reports whether a handshake has completed and exchanges run.
 func (m *Master) Synced() bool { return m.synced }
 
@@ -294,9 +309,11 @@ func (m *Master) Exchange(measure, command []float64, deadline int64) Status {
 // handshake sends seq −1 packets every HandshakeInterval until any valid
 // datagram arrives or the window closes (docs/simulink-udp.md §4).
 func (m *Master) handshake(deadline int64) Status {
+	m.last = Exchange{Seq: HandshakeSeq, Latency: -1}
 	for {
 		now := m.clock.Now()
 		if now >= m.nextHS {
+			m.last.Sent = now
 			m.send(m.hsPkt)
 			m.nextHS = now + int64(m.cfg.HandshakeInterval)
 		}
@@ -349,6 +366,7 @@ func (m *Master) exchange(measure, command []float64, deadline int64) Status {
 		return m.finish(Timeout)
 	}
 	sent := m.clock.Now()
+	m.last = Exchange{Seq: seq, Sent: sent, Latency: -1}
 	m.send(m.out)
 	m.sendTimes[seq%sendRing] = sent
 	closeAt := min(sent+int64(m.cfg.RecvTimeout), deadline)
@@ -386,7 +404,8 @@ func (m *Master) exchange(measure, command []float64, deadline int64) Status {
 					m.reply(pendingLat, true)
 				}
 				m.lastAcc = back
-				m.reply(m.latency(back), false)
+				m.last.Latency = m.latency(back)
+				m.reply(m.last.Latency, false)
 				copy(command, m.vals)
 				m.echo = true
 				return m.finish(OKNoDelay)
@@ -413,6 +432,7 @@ func (m *Master) exchange(measure, command []float64, deadline int64) Status {
 		// An echoing partner's reply to seq−1 is late; a delayed partner's
 		// is on time.
 		m.reply(pendingLat, m.echo)
+		m.last.Latency, m.last.Late = pendingLat, m.echo
 		copy(command, m.pending)
 		return m.finish(OK)
 	}

@@ -24,15 +24,16 @@ import (
 
 // cmdRun is `bridge run` and, with simulate, `bridge sim`.
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, simulate bool) error {
-	name, synopsis := "run", "run [-config FILE] [-duration D] [-metrics ADDR]"
+	name, synopsis := "run", "run [-config FILE] [-duration D] [-metrics ADDR] [-tap ADDR]"
 	if simulate {
-		name, synopsis = "sim", "sim [-config FILE] [-duration D] [-metrics ADDR] [-ephemeral]"
+		name, synopsis = "sim", "sim [-config FILE] [-duration D] [-metrics ADDR] [-tap ADDR] [-ephemeral]"
 	}
 	fs := newFlagSet(name, synopsis, stderr)
 	cfgPath := fs.String("config", "", "configuration file (default ./bridge.toml, else the embedded default)")
 	duration := fs.Duration("duration", 0, "stop after this long (0 = until SIGINT/SIGTERM)")
 	var metricsAddr metricsFlag
 	fs.Var(&metricsAddr, "metrics", `listen `+"`address`"+` of /metrics and /healthz, like 127.0.0.1:9310 (default: the configuration's [service] metrics; "" = off)`)
+	tapAddr := fs.String("tap", "", "mirror every tick of every link as RTP to this `address`, like 239.0.0.1:5004 or 127.0.0.1:5004, for bridge record (default: each link's [link.tap])")
 	ephemeral := false
 	if simulate {
 		fs.BoolVar(&ephemeral, "ephemeral", false, "use free loopback ports instead of the configured ones (runs beside a real Simulink)")
@@ -47,6 +48,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, simula
 	}
 	cfg, from, err := config.Load(*cfgPath)
 	if err != nil {
+		return err
+	}
+	if err := cfg.SetTap(*tapAddr); err != nil {
 		return err
 	}
 	err = runConfig(ctx, cfg, from, simulate, ephemeral, &metricsAddr, *duration, stdout, stderr)
