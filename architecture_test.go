@@ -60,6 +60,8 @@ var imports = map[string][]string{
 	"loopbench":  {"bridge", "latency", "plant", "realtime", "simulink"},
 	// The telemetry tap is a link's recorder: it takes the link's record.
 	"tap": {"bridge", "plant", "realtime", "simulink"},
+	// The recorder reads taps: their payload, nothing of the loop.
+	"record": {"tap"},
 	// The configuration builds links: it may import every library.
 	"config": {".", "bridge", "camera", "dynamixel", "dynamixel/dxlsim", "emio", "fault", "framelock", "journal", "meca500", "meca500/mecasim", "metrics",
 		"plant", "vrep", "vrep/vrepsim", "realsense", "realsense/tracker", "realtime", "sim", "simulink", "tap"},

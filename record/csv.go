@@ -1,0 +1,162 @@
+package record
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/labbridge/bridge/tap"
+)
+
+// fixedColumns are the columns before the vectors (docs/tap.md §5).
+var fixedColumns = []string{"time_s", "deadline_unix_s", "rtp_seq", "tick", "seq", "status", "state",
+	"lateness_us", "reply_latency_us", "late", "applied", "stale", "overrun"}
+
+// Columns names the columns of a link's CSV, from its descriptor, or by
+// position for m measured and c commanded values when d is nil.
+func Columns(d *tap.Descriptor, m, c int) []string {
+	cols := append([]string(nil), fixedColumns...)
+	vec := func(prefix string, fs []tap.Field, n int) {
+		if fs == nil {
+			for i := range n {
+				cols = append(cols, fmt.Sprintf("%s_%d", prefix, i+1))
+			}
+			return
+		}
+		for _, f := range fs {
+			for i := range f.Len {
+				name := prefix + "_" + ident(f.Name)
+				if f.Len > 1 {
+					name += "_" + strconv.Itoa(i+1)
+				}
+				if u := unitSuffix(f.Unit); u != "" {
+					name += "_" + u
+				}
+				cols = append(cols, name)
+			}
+		}
+	}
+	var meas, cmd []tap.Field
+	if d != nil {
+		meas, cmd = d.Measure, d.Command
+		if meas == nil {
+			meas = []tap.Field{}
+		}
+		if cmd == nil {
+			cmd = []tap.Field{}
+		}
+	}
+	vec("meas", meas, m)
+	vec("cmd", cmd, c)
+	vec("applied", cmd, c)
+	return dedupe(cols)
+}
+
+// ident keeps letters, digits and underscores.
+func ident(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_':
+			b.WriteRune(r)
+		case r == '°':
+			b.WriteString("deg")
+		default:
+			b.WriteByte('_')
+		}
+	}
+	return strings.Trim(b.String(), "_")
+}
+
+// unitSuffix writes a unit into a column name: "/" as "_per_".
+func unitSuffix(u string) string {
+	return ident(strings.ReplaceAll(u, "/", "_per_"))
+}
+
+// dedupe makes column names unique (two fields of one name and unit).
+func dedupe(cols []string) []string {
+	seen := make(map[string]int, len(cols))
+	for i, c := range cols {
+		if n := seen[c]; n > 0 {
+			cols[i] = c + "_" + strconv.Itoa(n+1)
+		}
+		seen[c]++
+	}
+	return cols
+}
+
+// csvFile writes one link's rows, each flushed as it is written.
+type csvFile struct {
+	w     io.Writer
+	line  []byte
+	first int64 // the first row's deadline, Unix ns
+	rows  uint64
+}
+
+func newCSV(w io.Writer, cols []string) (*csvFile, error) {
+	f := &csvFile{w: w, line: make([]byte, 0, 4096)}
+	if _, err := io.WriteString(w, strings.Join(cols, ",")+"\n"); err != nil {
+		return nil, fmt.Errorf("record: %w", err)
+	}
+	return f, nil
+}
+
+// row writes one packet's row.
+func (f *csvFile) row(ext int64, r *tap.Record) error {
+	if f.rows == 0 {
+		f.first = r.Deadline
+	}
+	f.rows++
+	b := f.line[:0]
+	num := func(v float64) {
+		b = strconv.AppendFloat(b, v, 'g', -1, 64)
+		b = append(b, ',')
+	}
+	integer := func(v int64) {
+		b = strconv.AppendInt(b, v, 10)
+		b = append(b, ',')
+	}
+	flag := func(bit uint8) {
+		if r.Flags&bit != 0 {
+			b = append(b, '1', ',')
+		} else {
+			b = append(b, '0', ',')
+		}
+	}
+	num(float64(r.Deadline-f.first) / 1e9)
+	b = strconv.AppendFloat(b, float64(r.Deadline)/1e9, 'f', 6, 64)
+	b = append(b, ',')
+	integer(ext)
+	b = strconv.AppendUint(b, r.Tick, 10)
+	b = append(b, ',')
+	integer(r.Seq)
+	integer(int64(r.Status))
+	integer(int64(r.State))
+	if r.Sent == 0 {
+		num(math.NaN())
+	} else {
+		num(float64(r.Lateness) / 1e3)
+	}
+	if r.ReplyLatency < 0 {
+		num(math.NaN())
+	} else {
+		num(float64(r.ReplyLatency) / 1e3)
+	}
+	flag(tap.FlagLate)
+	flag(tap.FlagApplied)
+	flag(tap.FlagStale)
+	flag(tap.FlagOverrun)
+	for _, v := range [3][]float64{r.Measurement, r.Command, r.Applied} {
+		for _, x := range v {
+			num(x)
+		}
+	}
+	b[len(b)-1] = '\n'
+	f.line = b
+	if _, err := f.w.Write(b); err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
+	return nil
+}
