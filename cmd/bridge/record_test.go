@@ -39,7 +39,9 @@ func TestRecordSim(t *testing.T) {
 	var wg sync.WaitGroup
 	var recOut, recErr bytes.Buffer
 	var recCode int
-	wg.Go(func() { recCode = run(ctx, []string{"record", "-listen", addr, "-out", out, "-pcap", filepath.Join(dir, "run.pcap"), "-duration", "8s"}, &recOut, &recErr) })
+	wg.Go(func() {
+		recCode = run(ctx, []string{"record", "-listen", addr, "-out", out, "-pcap", filepath.Join(dir, "run.pcap"), "-duration", "8s"}, &recOut, &recErr)
+	})
 	time.Sleep(200 * time.Millisecond) // the recorder binds first; a late start only loses the first packets
 	var simOut, simErr bytes.Buffer
 	if code := run(ctx, []string{"sim", "-ephemeral", "-metrics", "", "-tap", addr, "-duration", "5s"}, &simOut, &simErr); code != 0 {
