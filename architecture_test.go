@@ -29,6 +29,8 @@ var imports = map[string][]string{
 	// base packages.
 	"fault":   {},
 	"journal": {},
+	// MAT-files are written from readers of columns: a base package.
+	"matfile": {},
 	// The deployment files, embedded: a leaf.
 	"deploy": {},
 	// The service's installer: the files and the default configuration,
@@ -61,7 +63,7 @@ var imports = map[string][]string{
 	// The telemetry tap is a link's recorder: it takes the link's record.
 	"tap": {"bridge", "plant", "realtime", "simulink"},
 	// The recorder reads taps: their payload, nothing of the loop.
-	"record": {"tap"},
+	"record": {"matfile", "tap"},
 	// The configuration builds links: it may import every library.
 	"config": {".", "bridge", "camera", "dynamixel", "dynamixel/dxlsim", "emio", "fault", "framelock", "journal", "meca500", "meca500/mecasim", "metrics",
 		"plant", "vrep", "vrep/vrepsim", "realsense", "realsense/tracker", "realtime", "sim", "simulink", "tap"},

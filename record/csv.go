@@ -87,76 +87,75 @@ func dedupe(cols []string) []string {
 	return cols
 }
 
-// csvFile writes one link's rows, each flushed as it is written.
+// csvFile writes one link's rows, each flushed as it is written, and
+// hands each row's values to spill when there is one (a MAT-file's).
 type csvFile struct {
 	w     io.Writer
+	spill *spill
 	line  []byte
+	vals  []float64
 	first int64 // the first row's deadline, Unix ns
 	rows  uint64
 }
 
 func newCSV(w io.Writer, cols []string) (*csvFile, error) {
-	f := &csvFile{w: w, line: make([]byte, 0, 4096)}
+	f := &csvFile{w: w, line: make([]byte, 0, 4096), vals: make([]float64, 0, len(cols))}
 	if _, err := io.WriteString(w, strings.Join(cols, ",")+"\n"); err != nil {
 		return nil, fmt.Errorf("record: %w", err)
 	}
 	return f, nil
 }
 
-// row writes one packet's row.
-func (f *csvFile) row(ext int64, r *tap.Record) error {
+// values are a row's numbers, in the columns' order (docs/tap.md §5).
+func (f *csvFile) values(ext int64, r *tap.Record) []float64 {
 	if f.rows == 0 {
 		f.first = r.Deadline
 	}
+	bit := func(b uint8) float64 {
+		if r.Flags&b != 0 {
+			return 1
+		}
+		return 0
+	}
+	lateness, latency := math.NaN(), math.NaN()
+	if r.Sent != 0 {
+		lateness = float64(r.Lateness) / 1e3
+	}
+	if r.ReplyLatency >= 0 {
+		latency = float64(r.ReplyLatency) / 1e3
+	}
+	v := append(f.vals[:0],
+		float64(r.Deadline-f.first)/1e9, float64(r.Deadline)/1e9, float64(ext), float64(r.Tick), float64(r.Seq),
+		float64(r.Status), float64(r.State), lateness, latency,
+		bit(tap.FlagLate), bit(tap.FlagApplied), bit(tap.FlagStale), bit(tap.FlagOverrun))
+	v = append(v, r.Measurement...)
+	v = append(v, r.Command...)
+	v = append(v, r.Applied...)
+	f.vals = v
+	return v
+}
+
+// row writes one packet's row.
+func (f *csvFile) row(ext int64, r *tap.Record) error {
+	v := f.values(ext, r)
 	f.rows++
 	b := f.line[:0]
-	num := func(v float64) {
-		b = strconv.AppendFloat(b, v, 'g', -1, 64)
-		b = append(b, ',')
-	}
-	integer := func(v int64) {
-		b = strconv.AppendInt(b, v, 10)
-		b = append(b, ',')
-	}
-	flag := func(bit uint8) {
-		if r.Flags&bit != 0 {
-			b = append(b, '1', ',')
+	for i, x := range v {
+		if i == 1 {
+			// Unix seconds: µs shown, never an exponent.
+			b = strconv.AppendFloat(b, x, 'f', 6, 64)
 		} else {
-			b = append(b, '0', ',')
+			b = strconv.AppendFloat(b, x, 'g', -1, 64)
 		}
-	}
-	num(float64(r.Deadline-f.first) / 1e9)
-	b = strconv.AppendFloat(b, float64(r.Deadline)/1e9, 'f', 6, 64)
-	b = append(b, ',')
-	integer(ext)
-	b = strconv.AppendUint(b, r.Tick, 10)
-	b = append(b, ',')
-	integer(r.Seq)
-	integer(int64(r.Status))
-	integer(int64(r.State))
-	if r.Sent == 0 {
-		num(math.NaN())
-	} else {
-		num(float64(r.Lateness) / 1e3)
-	}
-	if r.ReplyLatency < 0 {
-		num(math.NaN())
-	} else {
-		num(float64(r.ReplyLatency) / 1e3)
-	}
-	flag(tap.FlagLate)
-	flag(tap.FlagApplied)
-	flag(tap.FlagStale)
-	flag(tap.FlagOverrun)
-	for _, v := range [3][]float64{r.Measurement, r.Command, r.Applied} {
-		for _, x := range v {
-			num(x)
-		}
+		b = append(b, ',')
 	}
 	b[len(b)-1] = '\n'
 	f.line = b
 	if _, err := f.w.Write(b); err != nil {
 		return fmt.Errorf("record: %w", err)
+	}
+	if f.spill != nil {
+		return f.spill.row(v)
 	}
 	return nil
 }

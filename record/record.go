@@ -38,6 +38,9 @@ type Config struct {
 	// address it came to, for its headers.
 	Pcap  io.Writer
 	Local netip.AddrPort
+	// Mat, when set, is a MAT-file written at Close with one struct per
+	// link (the CSVs are written all the same).
+	Mat string
 	// Create opens an output file; nil = os.Create.
 	Create func(path string) (io.WriteCloser, error)
 }
@@ -188,8 +191,14 @@ func (r *Recorder) open(s *stream) error {
 		return fmt.Errorf("record: %w", err)
 	}
 	s.file = f
-	if s.csv, err = newCSV(f, Columns(s.desc, s.m, s.c)); err != nil {
+	cols := Columns(s.desc, s.m, s.c)
+	if s.csv, err = newCSV(f, cols); err != nil {
 		return err
+	}
+	if r.cfg.Mat != "" {
+		if s.csv.spill, err = newSpill(filepath.Dir(r.cfg.Mat), name, cols); err != nil {
+			return err
+		}
 	}
 	// The held packets first, in the order they came; the current one is
 	// in s.rec, so it is parsed again after them.
@@ -238,6 +247,16 @@ func (r *Recorder) Close() error {
 		if s.file != nil {
 			errs = append(errs, s.file.Close())
 		}
+	}
+	if r.cfg.Mat != "" {
+		var names []string
+		var spills []*spill
+		for _, s := range r.order {
+			if s.csv != nil && s.csv.spill != nil {
+				names, spills = append(names, matIdent(s.name)), append(spills, s.csv.spill)
+			}
+		}
+		errs = append(errs, writeMAT(r.cfg.Mat, names, spills))
 	}
 	return errors.Join(errs...)
 }

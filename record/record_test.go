@@ -3,8 +3,12 @@ package record
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -231,4 +235,63 @@ func FuzzPacket(f *testing.F) {
 		r.Packet(data, src, time.Now())
 		r.Close()
 	})
+}
+
+// With a MAT-file asked, the CSVs are written as packets come and the
+// MAT-file at Close, one struct per link whose fields are the CSV's
+// columns; GNU Octave loads it.
+func TestMAT(t *testing.T) {
+	dir := t.TempDir()
+	mat := filepath.Join(dir, "run.mat")
+	r, err := New(Config{Out: mat, Mat: mat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d2 := desc()
+	d2.Link = "arm"
+	for i := range 500 {
+		var d, e *tap.Descriptor
+		if i == 0 {
+			d, e = desc(), d2
+		}
+		r.Packet(packet(t, 1, uint16(i), i, d), src, time.Now())
+		if i != 7 { // one lost on arm
+			r.Packet(packet(t, 2, uint16(i), i, e), src, time.Now())
+		}
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(mat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(b, []byte("MATLAB 5.0 MAT-file")) {
+		t.Fatalf("header %q", b[:40])
+	}
+	for _, csv := range []string{"run.emio.csv", "run.arm.csv"} {
+		if _, err := os.Stat(filepath.Join(dir, csv)); err != nil {
+			t.Error(err)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*")); len(left) != 0 {
+		t.Errorf("spill files left: %v", left)
+	}
+	octave, err := exec.LookPath("octave-cli")
+	if err != nil {
+		t.Skip("GNU Octave is not installed (apt-get install octave): the MAT-file was not loaded")
+	}
+	script := fmt.Sprintf(`s = load('%s');
+assert(isstruct(s.emio) && isstruct(s.arm));
+assert(numel(s.emio.time_s) == 500 && numel(s.arm.time_s) == 499);
+assert(abs(s.emio.time_s(end) - 4.99) < 1e-12);
+assert(s.emio.meas_markers_1_mm(300) == 299);
+assert(all(s.emio.meas_speed_deg_per_s == -1));
+assert(s.arm.rtp_seq(8) == 8);
+assert(all(s.emio.applied == 1));
+printf("ok %%d fields\n", numel(fieldnames(s.emio)));`, mat)
+	out, err := exec.Command(octave, "--no-gui", "--norc", "--quiet", "--eval", script).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "ok 18 fields") {
+		t.Fatalf("octave: %v\n%s", err, out)
+	}
 }

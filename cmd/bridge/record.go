@@ -16,10 +16,10 @@ import (
 // cmdRecord is `bridge record`: receive the taps of one or many links and
 // write them as they come (docs/tap.md §5), with a progress line.
 func cmdRecord(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("record", "record -listen ADDR -out run.csv [-pcap run.pcap] [-duration D]", stderr)
+	fs := newFlagSet("record", "record -listen ADDR -out run.csv|run.mat [-pcap run.pcap] [-duration D]", stderr)
 	listen := addrFlag{s: "127.0.0.1:5004"}
 	fs.Var(&listen, "listen", "where the taps arrive: the `address` given to bridge sim/run -tap or [link.tap] (a multicast address is joined)")
-	out := fs.String("out", "", "CSV base name: run.csv writes run.LINK.csv for each link")
+	out := fs.String("out", "", "run.csv writes run.LINK.csv for each link as packets come; run.mat writes them too, and at the end a MATLAB MAT-file with one struct per link")
 	pcapPath := fs.String("pcap", "", "also write every datagram to this pcap `file`, for Wireshark (deploy/bridge-tap.lua)")
 	duration := fs.Duration("duration", 0, "stop after this long (0 = until Ctrl-C or SIGTERM)")
 	if err := parseFlags(fs, args); err != nil {
@@ -32,15 +32,18 @@ func cmdRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintln(stderr, "bridge record: -out is required, like -out run.csv")
 		return errUsage
 	}
-	if !strings.HasSuffix(*out, ".csv") {
-		return fmt.Errorf("bridge record: -out %s: want a .csv base name, like run.csv (one file per link is written beside it)", *out)
+	cfg := record.Config{Out: *out, Local: listen.addr()}
+	switch {
+	case strings.HasSuffix(*out, ".mat"):
+		cfg.Mat = *out
+	case !strings.HasSuffix(*out, ".csv"):
+		return fmt.Errorf("bridge record: -out %s: want run.csv (a CSV per link) or run.mat (a MAT-file, and the CSVs)", *out)
 	}
 	conn, err := record.Listen(listen.addr())
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	cfg := record.Config{Out: *out, Local: listen.addr()}
 	if *pcapPath != "" {
 		f, err := os.Create(*pcapPath)
 		if err != nil {
@@ -90,6 +93,9 @@ func cmdRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	for _, s := range streams {
 		fmt.Fprintf(stdout, "%s: %d rows in %s; %s (%.0f packets/s)\n", streamName(s), s.Rows, s.Path, s.Counts, s.Rate)
+	}
+	if cfg.Mat != "" && closeErr == nil && len(streams) > 0 {
+		fmt.Fprintf(stdout, "MAT-file %s: one struct per link (load(\"%s\") in MATLAB or Octave)\n", cfg.Mat, cfg.Mat)
 	}
 	if bad > 0 {
 		badMu.Lock()
