@@ -7,7 +7,8 @@
 # (default 10m). At the end: each link's tick lateness p99 and max over the
 # last minute (from /metrics), the tap's packets and drops, the recorder's
 # summary (losses from the RTP sequence numbers), its CPU time and peak
-# memory, and the sizes of the files it wrote.
+# memory, the sizes of the files it wrote (a CSV per link, the MAT-file,
+# the pcap), and, with GNU Octave, the MAT-file loaded.
 # Run it from the repository's root; it builds the bridge first.
 set -euo pipefail
 dur=${1:-10m}
@@ -28,7 +29,7 @@ tapport=$((5100 + $$ % 200))
 	done
 } >"$W/six.toml"
 "$W/bridge" check -config "$W/six.toml" >/dev/null
-/usr/bin/time -v -o "$W/record.time" "$W/bridge" record -listen "127.0.0.1:$tapport" -out "$W/run.csv" \
+/usr/bin/time -v -o "$W/record.time" "$W/bridge" record -listen "127.0.0.1:$tapport" -out "$W/run.mat" \
 	-pcap "$W/run.pcap" -duration "$dur" >"$W/record.out" 2>"$W/record.err" &
 rec=$!
 sleep 0.5
@@ -47,3 +48,7 @@ cat "$W/record.out"
 grep -E 'User time|System time|Elapsed|Maximum resident' "$W/record.time"
 echo "== files"
 ls -l "$W"/run.* | awk '{ printf "%12d  %s\n", $5, $NF }'
+if command -v octave-cli >/dev/null; then
+	echo "== GNU Octave"
+	octave-cli --no-gui --norc --quiet --eval "s = load('$W/run.mat'); for l = fieldnames(s)', printf('%s: %d rows, %d fields, lateness p99 %.1f us\n', l{1}, numel(s.(l{1}).time_s), numel(fieldnames(s.(l{1}))), prctile(s.(l{1}).lateness_us, 99)); end" 2>&1 | grep -v execution_exception
+fi
