@@ -16,6 +16,14 @@ func TestWriteReadsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if back, text := writeRead(t, c); !reflect.DeepEqual(c, back) {
+		t.Errorf("read back differs:\n%+v\n%+v\n%s", c, back, text)
+	}
+}
+
+// writeRead writes c and parses what it wrote.
+func writeRead(t *testing.T, c *Config) (*Config, string) {
+	t.Helper()
 	var b bytes.Buffer
 	if err := c.Write(&b, DefaultNotes(), "the effective configuration"); err != nil {
 		t.Fatal(err)
@@ -24,9 +32,7 @@ func TestWriteReadsBack(t *testing.T) {
 	if err != nil {
 		t.Fatalf("written configuration refused: %v\n%s", err, b.String())
 	}
-	if !reflect.DeepEqual(c, back) {
-		t.Errorf("read back differs:\n%+v\n%+v\n%s", c, back, b.String())
-	}
+	return back, b.String()
 }
 
 // writtenSamples are configurations of every plant kind, protocol and
@@ -73,23 +79,12 @@ func TestWriteSamplesReadBack(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var b bytes.Buffer
-			if err := c.Write(&b, DefaultNotes(), ""); err != nil {
-				t.Fatal(err)
-			}
-			back, err := ParseConfig(b.Bytes())
-			if err != nil {
-				t.Fatalf("written configuration refused: %v\n%s", err, b.String())
-			}
 			// Write writes every exported value, so the same text is the
 			// same configuration (the plants' unexported state records
 			// which keys the file set, and the written file sets them all).
-			var again bytes.Buffer
-			if err := back.Write(&again, DefaultNotes(), ""); err != nil {
-				t.Fatal(err)
-			}
-			if again.String() != b.String() {
-				t.Errorf("written twice, different:\n%s\n----\n%s", b.String(), again.String())
+			back, text := writeRead(t, c)
+			if _, again := writeRead(t, back); again != text {
+				t.Errorf("written twice, different:\n%s\n----\n%s", text, again)
 			}
 		})
 	}

@@ -79,14 +79,22 @@ func TestInitFindsSimulatedServos(t *testing.T) {
 	}
 }
 
+// initOn runs bridge init with args on simulated servos ids and returns
+// the file it was told to write and what it said.
+func initOn(t *testing.T, ids string, args ...string) (out string, code int, stdout, stderr string) {
+	t.Helper()
+	dir := t.TempDir()
+	link := filepath.Join(dir, "u2d2")
+	simServosAt(t, link, ids)
+	out = filepath.Join(dir, "emio.toml")
+	code, stdout, stderr = runCLI(t, append([]string{"init", "-port", link, "-out", out}, args...)...)
+	return out, code, stdout, stderr
+}
+
 // Three servos at 57600 baud: init tries the bauds in order, writes the
 // baud and IDs found, and says the Emio has four.
 func TestInitFewerServosOtherBaud(t *testing.T) {
-	dir := t.TempDir()
-	link := filepath.Join(dir, "u2d2")
-	simServosAt(t, link, "1,2,3")
-	out := filepath.Join(dir, "emio.toml")
-	code, stdout, stderr := runCLI(t, "init", "-port", link, "-ids", "0-3", "-bauds", "57600", "-camera", "none", "-out", out)
+	out, code, stdout, stderr := initOn(t, "1,2,3", "-ids", "0-3", "-bauds", "57600", "-camera", "none")
 	if code != 0 || !strings.Contains(stdout, "found 3") || !strings.Contains(stdout, "found at 57600 baud") {
 		t.Fatalf("init: %d\n%s%s", code, stdout, stderr)
 	}
@@ -102,11 +110,7 @@ func TestInitFewerServosOtherBaud(t *testing.T) {
 // Nothing answers on the port: init says so, writes the file anyway with
 // the keys to change, and the file passes check.
 func TestInitNoServos(t *testing.T) {
-	dir := t.TempDir()
-	link := filepath.Join(dir, "u2d2")
-	simServosAt(t, link, "7")
-	out := filepath.Join(dir, "emio.toml")
-	code, stdout, stderr := runCLI(t, "init", "-port", link, "-ids", "0-3", "-bauds", "1000000", "-camera", "none", "-out", out)
+	out, code, stdout, stderr := initOn(t, "7", "-ids", "0-3", "-bauds", "1000000", "-camera", "none")
 	if code != 0 || !strings.Contains(stdout, "no servo answered") || !strings.Contains(stdout, "not found: the servos") {
 		t.Fatalf("init: %d\n%s%s", code, stdout, stderr)
 	}
@@ -129,11 +133,7 @@ func TestInitRecordedCamera(t *testing.T) {
 	}
 	lib.Close()
 	bag, _ := filepath.Abs("../../realsense/testdata/single_depth_color_640x480.bag")
-	dir := t.TempDir()
-	link := filepath.Join(dir, "u2d2")
-	simServosAt(t, link, "0,1,2,3")
-	out := filepath.Join(dir, "emio.toml")
-	code, stdout, stderr := runCLI(t, "init", "-port", link, "-ids", "0-3", "-playback", bag, "-out", out)
+	out, code, stdout, stderr := initOn(t, "0,1,2,3", "-ids", "0-3", "-playback", bag)
 	if code != 0 || !strings.Contains(stdout, "camera: the recording "+bag+", colour 640x480, depth 640x480") {
 		t.Fatalf("init: %d\n%s%s", code, stdout, stderr)
 	}
