@@ -1,7 +1,8 @@
 // Package deploy holds the deployment files of the bridge: the systemd
-// template unit, the udev rules, the sysusers.d entry, and the Prometheus
-// and Grafana files. The files `bridge install` places are embedded here,
-// so the installed files are the ones the tests check.
+// template unit, the udev rules, the sysusers.d entry, the Prometheus and
+// Grafana files, and the Wireshark dissector of the telemetry tap. The files
+// `bridge install` places are embedded here, so the installed files are the
+// ones the tests check.
 package deploy
 
 import (
@@ -19,6 +20,9 @@ var (
 	rules string
 	//go:embed bridge.sysusers
 	sysusers string
+	// Not installed yet: embedded so that install can ship it as tested.
+	//go:embed bridge-tap.lua
+	tapDissector string
 )
 
 // USB IDs of the ROBOTIS U2D2's FTDI FT232H, as in package dynamixel: this
@@ -37,6 +41,10 @@ func Rules() []byte { return []byte(rules) }
 
 // Sysusers returns bridge.sysusers, the sysusers.d entry of the user bridge.
 func Sysusers() []byte { return []byte(sysusers) }
+
+// TapDissector returns bridge-tap.lua, the Wireshark Lua dissector of the
+// telemetry tap's payload (docs/tap.md §6).
+func TapDissector() []byte { return []byte(tapDissector) }
 
 // AdapterRule is the udev rule of robot name's U2D2 adapter, the one with
 // USB serial number serial: the symlink /dev/robot-NAME the configuration

@@ -71,7 +71,7 @@ type slot struct {
 // packs and sends.
 type Tap struct {
 	cfg     Config
-	conn    net.Conn
+	conn    *net.UDPConn
 	ring    []slot
 	head    atomic.Uint64 // records written (the loop thread's)
 	tail    atomic.Uint64 // records sent or given up (Serve's)
@@ -128,7 +128,10 @@ func New(cfg Config) (*Tap, error) {
 	if _, err := d.MarshalTo(make([]byte, d.MarshalSize())); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	conn, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(cfg.Address))
+	// Unconnected: on a connected socket, the ICMP "port unreachable" of a
+	// datagram nobody received fails the next send, so a tap nobody
+	// records yet would lose every other packet once someone does.
+	conn, err := net.ListenUDP("udp", nil)
 	if err != nil {
 		return nil, fmt.Errorf("tap: send to %v: %w", cfg.Address, err)
 	}
@@ -196,7 +199,7 @@ func (t *Tap) Serve(ctx context.Context) error {
 				t.cfg.Observer.TapError(err)
 				continue
 			}
-			if _, err := t.conn.Write(buf[:n]); err != nil {
+			if _, err := t.conn.WriteToUDPAddrPort(buf[:n], t.cfg.Address); err != nil {
 				t.errs.Add(1)
 				t.cfg.Observer.TapError(err)
 				continue

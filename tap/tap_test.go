@@ -182,3 +182,50 @@ func TestTapConfigRefused(t *testing.T) {
 		}
 	}
 }
+
+// A tap nobody listens to yet loses nothing once someone does: the ICMP
+// "port unreachable" of the datagrams nobody took fails no later send.
+func TestTapToNobodyFirst(t *testing.T) {
+	rx := listen(t)
+	addr := rx.LocalAddr().(*net.UDPAddr)
+	rx.Close() // nobody there
+	tp, err := New(Config{Address: addr.AddrPort(), Clock: &fakeClock{ns: 5e9},
+		Descriptor: Descriptor{Link: "arm", RateHz: 1000, Measure: []Field{{"q", "rad", 2}}, Command: []Field{{"u", "rad", 1}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { tp.Serve(ctx) })
+	defer func() { cancel(); wg.Wait(); tp.Close() }()
+	for n := range uint64(20) {
+		tp.RecordTick(tick(n))
+	}
+	waitSent(t, tp, 20)
+	rx2, err := net.ListenUDP("udp", addr)
+	if err != nil {
+		t.Skipf("the port was taken meanwhile: %v", err)
+	}
+	defer rx2.Close()
+	for n := range uint64(20) {
+		tp.RecordTick(tick(20 + n))
+	}
+	pkts := read(t, rx2, 20)
+	for i, p := range pkts {
+		if p.SequenceNumber != pkts[0].SequenceNumber+uint16(i) {
+			t.Fatalf("packet %d: seq %d after %d: a send was lost", i, p.SequenceNumber, pkts[0].SequenceNumber)
+		}
+	}
+	if s := tp.Stats(); s.Errors != 0 {
+		t.Errorf("%d send errors", s.Errors)
+	}
+}
+
+func waitSent(t *testing.T, tp *Tap, n uint64) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); tp.Stats().Sent+tp.Stats().Errors < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("sent %+v of %d", tp.Stats(), n)
+		}
+	}
+}
