@@ -62,6 +62,9 @@ var imports = map[string][]string{
 	"loopbench":  {"bridge", "latency", "plant", "realtime", "simulink"},
 	// The telemetry tap is a link's recorder: it takes the link's record.
 	"tap": {"bridge", "plant", "realtime", "simulink"},
+	// The report of a recording reads the recorder's CSV files: nothing of
+	// ours (the status names are those of docs/tap.md §5).
+	"report": {},
 	// The recorder reads taps: their payload, nothing of the loop.
 	"record": {"matfile", "tap"},
 	// The configuration builds links: it may import every library.

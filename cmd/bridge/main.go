@@ -37,6 +37,7 @@ Usage:
   bridge sim meca500 [-listen ADDR] serve a simulated Meca500 arm on a TCP port
   bridge sim vrep [-protocol az|zmq] serve a simulated V-REP/CoppeliaSim scene (-listen ADDR)
   bridge record -out run.csv        record the taps of bridge run/sim -tap: one CSV per link (-listen, -pcap)
+  bridge report run.csv             one HTML page of a recording: timing, statuses, losses, signals (-out)
   bridge cameras                    list the connected RealSense cameras by serial
   bridge install -name NAME         install the systemd service of robot NAME (-root DIR, -print-udev)
   bridge track -color FILE.png      run the marker tracker on saved images (-depth, -params, -json, -mask)
@@ -96,6 +97,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdCameras(ctx, rest, stdout, stderr)
 	case "record":
 		err = cmdRecord(ctx, rest, stdout, stderr)
+	case "report":
+		err = cmdReport(ctx, rest, stdout, stderr)
 	case "install":
 		err = cmdInstall(ctx, rest, stdout, stderr)
 	case "startUDP", "startudp":

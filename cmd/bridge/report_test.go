@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// writeLinkCSV writes n rows of a 100 Hz link as bridge record does
+// (docs/tap.md §5), rtp_seq skipping lost.
+func writeLinkCSV(t *testing.T, path string, n int, lost map[int]bool) {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("time_s,deadline_unix_s,rtp_seq,tick,seq,status,state,lateness_us,reply_latency_us,late,applied,stale,overrun,meas_angles_1_rad,meas_angles_2_rad,cmd_angles_1_rad,cmd_angles_2_rad,applied_angles_1_rad,applied_angles_2_rad\n")
+	for k := range n {
+		if lost[k] {
+			continue
+		}
+		status, reply := "1", "850.5"
+		if k%50 == 7 {
+			status, reply = "4", "NaN"
+		}
+		f := strconv.FormatFloat
+		b.WriteString(strings.Join([]string{f(float64(k)/100, 'g', -1, 64), f(1767272400+float64(k)/100, 'f', 6, 64),
+			strconv.Itoa(1000 + k), strconv.Itoa(k), strconv.Itoa(k), status, "2", f(5+float64(k%7), 'g', -1, 64), reply,
+			"0,1,0,0", "0.1,0.2,0.3,0.4,0.3,0.4"}, ",") + "\n")
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReportCommand(t *testing.T) {
+	dir := t.TempDir()
+	writeLinkCSV(t, filepath.Join(dir, "run.emio.csv"), 300, map[int]bool{100: true, 101: true, 102: true})
+	writeLinkCSV(t, filepath.Join(dir, "run.vrep.csv"), 200, nil)
+	out := filepath.Join(dir, "page.html")
+	for _, args := range [][]string{
+		{"report", filepath.Join(dir, "run.csv"), "-out", out},
+		{"report", "-out", out, filepath.Join(dir, "run.csv")},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(t.Context(), args, &stdout, &stderr); code != 0 {
+			t.Fatalf("%v: exit %d\n%s", args, code, stderr.String())
+		}
+		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+		if len(lines) != 3 || !strings.HasPrefix(lines[0], "wrote "+out) ||
+			!strings.Contains(lines[1], "emio: 297 rows") || !strings.Contains(lines[1], "lost 3 in 1 gap") || !strings.Contains(lines[1], "timeouts 6") ||
+			!strings.Contains(lines[2], "vrep: 200 rows") || !strings.Contains(lines[2], "at 100 Hz") {
+			t.Errorf("%v printed:\n%s", args, stdout.String())
+		}
+		page, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(page, []byte("<!DOCTYPE html>")) || bytes.Count(page, []byte("<svg")) != 2*(4+1+1) {
+			t.Errorf("the page: %d bytes, %d plots", len(page), bytes.Count(page, []byte("<svg")))
+		}
+		os.Remove(out)
+	}
+
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"report"}, 2, "name the recording"},
+		{[]string{"report", filepath.Join(dir, "none.csv"), "-out", out}, 1, "report: "},
+		{[]string{"report", "a.csv", "b.csv"}, 2, `unexpected argument "b.csv"`},
+		{[]string{"reprot", "run.csv"}, 2, `did you mean "report"`},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(t.Context(), c.args, &stdout, &stderr); code != c.code || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%v: exit %d, want %d; stderr %q lacks %q", c.args, code, c.code, stderr.String(), c.want)
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a failed report wrote its page")
+	}
+}
