@@ -108,6 +108,11 @@ func writeMAT(path string, names []string, spills []*spill) (err error) {
 		return fmt.Errorf("record: %w", err)
 	}
 	defer os.Remove(tmp.Name()) // after the rename, nothing to remove
+	// CreateTemp makes it private; the CSVs beside it are not.
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return fmt.Errorf("record: %w", err)
+	}
 	w := bufio.NewWriterSize(tmp, 1<<20)
 	if err := matfile.Write(w, "bridge record: one struct per link, one row per tick (docs/tap.md)", structs); err != nil {
 		tmp.Close()

@@ -232,6 +232,13 @@ func TestSendDeviation(t *testing.T) {
 	if s := analyze(t, rows); len(s.DevUs) != 1 || s.DevUs[0] != 0 || s.IntervalUs != 1000 {
 		t.Errorf("with a row that sent nothing: %v around %v, want one interval of 1000", s.DevUs, s.IntervalUs)
 	}
+	// Consecutive packets of ticks apart (an Emio's ticks before its
+	// camera's first frame exchange nothing, so send nothing): no interval.
+	rows = seqRows(0, 1, 2, 3)
+	rows[2].tick, rows[3].tick = 40, 41
+	if s := analyze(t, rows); len(s.DevUs) != 2 || s.IntervalUs != 1000 {
+		t.Errorf("across a tick gap: %v around %v, want two intervals of 1000", s.DevUs, s.IntervalUs)
+	}
 }
 
 func TestSplitColumn(t *testing.T) {

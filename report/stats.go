@@ -83,7 +83,7 @@ type Stats struct {
 	Reply    Dist // µs, the rows with a reply
 
 	// Send-interval deviation: Intervals are the differences of successive
-	// send times (deadline + lateness) of consecutive rtp_seq, IntervalUs
+	// send times (deadline + lateness) of consecutive rtp_seq and ticks, IntervalUs
 	// their median (the nominal period), and Deviation the absolute values
 	// of their differences from it. DevTime and DevUs are the signed
 	// deviations over time, for the plot.
@@ -147,10 +147,13 @@ func Analyze(l *Link) *Stats {
 	s.Lateness = newDist(l.Lateness)
 	s.Reply = newDist(l.Reply)
 
-	// Send intervals between consecutive rtp_seq that both sent.
+	// Send intervals between consecutive rtp_seq of consecutive ticks that
+	// both sent: a tick that exchanged nothing (an Emio waiting for its
+	// camera's first frame) sends no packet, and the gap it leaves is no
+	// send interval.
 	var iv []float64
 	for i := 1; i < n; i++ {
-		if l.RTPSeq[i] != l.RTPSeq[i-1]+1 || math.IsNaN(l.Lateness[i]) || math.IsNaN(l.Lateness[i-1]) {
+		if l.RTPSeq[i] != l.RTPSeq[i-1]+1 || l.Tick[i] != l.Tick[i-1]+1 || math.IsNaN(l.Lateness[i]) || math.IsNaN(l.Lateness[i-1]) {
 			continue
 		}
 		d := math.Round((l.Deadline[i]-l.Deadline[i-1])*1e6) + l.Lateness[i] - l.Lateness[i-1]
