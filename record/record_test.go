@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -293,5 +294,41 @@ printf("ok %%d fields\n", numel(fieldnames(s.emio)));`, mat)
 	out, err := exec.Command(octave, "--no-gui", "--norc", "--quiet", "--eval", script).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "ok 18 fields") {
 		t.Fatalf("octave: %v\n%s", err, out)
+	}
+}
+
+// A multicast tap is received where the recorder joined the group; a
+// machine without a multicast route skips.
+func TestMulticast(t *testing.T) {
+	group := netip.MustParseAddrPort("239.255.42.99:0")
+	probe, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Skipf("no UDP: %v", err)
+	}
+	port := probe.LocalAddr().(*net.UDPAddr).Port
+	probe.Close()
+	group = netip.AddrPortFrom(group.Addr(), uint16(port))
+	c, err := Listen(group)
+	if err != nil {
+		t.Skipf("cannot join %v here: %v", group, err)
+	}
+	defer c.Close()
+	tx, err := net.ListenUDP("udp4", nil)
+	if err != nil {
+		t.Skipf("no UDP: %v", err)
+	}
+	defer tx.Close()
+	p := packet(t, 5, 1, 0, desc())
+	if _, err := tx.WriteToUDPAddrPort(p, group); err != nil {
+		t.Skipf("no multicast route here: %v", err)
+	}
+	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	buf := make([]byte, 2048)
+	n, _, err := c.ReadFromUDPAddrPort(buf)
+	if err != nil {
+		t.Skipf("multicast is not looped back here: %v", err)
+	}
+	if !bytes.Equal(buf[:n], p) {
+		t.Errorf("received %d bytes, not the packet sent", n)
 	}
 }
