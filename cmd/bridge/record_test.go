@@ -35,18 +35,25 @@ func TestRecordSim(t *testing.T) {
 	dir := t.TempDir()
 	addr := fmt.Sprintf("127.0.0.1:%d", freeUDPPort(t))
 	out := filepath.Join(dir, "run.csv")
-	ctx := context.Background()
+	// The recorder runs until the bridge has stopped, however long a busy
+	// machine takes to start it.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	var wg sync.WaitGroup
 	var recOut, recErr bytes.Buffer
 	var recCode int
 	wg.Go(func() {
-		recCode = run(ctx, []string{"record", "-listen", addr, "-out", out, "-pcap", filepath.Join(dir, "run.pcap"), "-duration", "8s"}, &recOut, &recErr)
+		recCode = run(ctx, []string{"record", "-listen", addr, "-out", out, "-pcap", filepath.Join(dir, "run.pcap")}, &recOut, &recErr)
 	})
 	time.Sleep(200 * time.Millisecond) // the recorder binds first; a late start only loses the first packets
 	var simOut, simErr bytes.Buffer
-	if code := run(ctx, []string{"sim", "-ephemeral", "-metrics", "", "-tap", addr, "-duration", "5s"}, &simOut, &simErr); code != 0 {
+	if code := run(context.Background(), []string{"sim", "-ephemeral", "-metrics", "", "-tap", addr, "-duration", "5s"}, &simOut, &simErr); code != 0 {
+		cancel()
+		wg.Wait()
 		t.Fatalf("sim: %d\n%s", code, simErr.String())
 	}
+	time.Sleep(500 * time.Millisecond) // the last datagrams are read
+	cancel()
 	wg.Wait()
 	if recCode != 0 {
 		t.Fatalf("record: %d\n%s%s", recCode, recOut.String(), recErr.String())
