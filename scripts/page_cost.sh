@@ -2,9 +2,10 @@
 # page_cost.sh [PHASE_SECONDS [ROUNDS]]: what the status page costs the loops.
 # One `bridge sim` on the embedded default runs throughout; phases of
 # PHASE_SECONDS (at least 61: the lateness quantiles cover the last minute
-# of ticks) alternate without and with the page open in headless Chromium,
-# which polls /status.json twice a second and reloads the camera's
-# thumbnail. At the end of each phase the script reads every link's tick
+# of ticks) alternate: no page; the server's side only (curl fetching
+# /status.json twice a second and the camera's thumbnail four times, as the
+# page does); and the page open in headless Chromium, a browser rendering
+# on the same machine. At the end of each phase the script reads every link's tick
 # lateness p99 and max of that minute from /metrics; it prints one row per
 # phase and link. Run it from the repository's root; it needs chromium.
 set -eu
@@ -27,6 +28,15 @@ read_phase() { # name
 for n in $(seq "${2:-3}"); do
 	sleep "$phase"
 	read_phase "no page"
+	end=$(($(date +%s) + phase))
+	while [ "$(date +%s)" -lt "$end" ]; do
+		curl -s -o /dev/null "http://127.0.0.1:$port/status.json"
+		curl -s -o /dev/null "http://127.0.0.1:$port/camera/emio.jpg"
+		sleep 0.25
+		curl -s -o /dev/null "http://127.0.0.1:$port/camera/emio.jpg"
+		sleep 0.25
+	done
+	read_phase "poll"
 	chromium --headless --no-sandbox --disable-gpu --user-data-dir="$out/chr" \
 		--remote-debugging-port=0 "http://127.0.0.1:$port/" >"$out/chromium.log" 2>&1 &
 	cr=$!
