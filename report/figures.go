@@ -41,6 +41,19 @@ type timeAxis struct {
 	gap    float64 // s: a step longer than this breaks a line
 }
 
+// finish draws a half-width signal plot into f, or says it has nothing to
+// draw when no value was finite.
+func (a timeAxis) finish(f *figure, p *plot.Plot, any bool, label string) error {
+	if !any {
+		f.Empty, f.Legend = "no finite value recorded", nil
+		return nil
+	}
+	a.set(p)
+	var err error
+	f.SVG, err = svg(p, halfW, plotH, label)
+	return err
+}
+
 func (a timeAxis) set(p *plot.Plot) {
 	p.X.Min, p.X.Max = a.x0, a.x1
 	if a.x1 <= a.x0 {
@@ -281,14 +294,7 @@ func measurementPlots(l *Link, ax timeAxis) ([]figure, error) {
 				f.Legend = append(f.Legend, swatch{componentLabel(s, i), colorOf(i), "line"})
 			}
 		}
-		if !any {
-			f.Empty, f.Legend = "no finite value recorded", nil
-			out = append(out, f)
-			continue
-		}
-		ax.set(p)
-		var err error
-		if f.SVG, err = svg(p, halfW, plotH, label); err != nil {
+		if err := ax.finish(&f, p, any, label); err != nil {
 			return nil, err
 		}
 		out = append(out, f)
@@ -333,14 +339,7 @@ func commandPlots(l *Link, ax timeAxis) ([]figure, error) {
 			}
 		}
 		f.Legend = append(f.Legend, swatch{"received", "#7f8790", "wide"}, swatch{"applied", "#333333", "line"})
-		if !any {
-			f.Empty, f.Legend = "no finite value recorded", nil
-			out = append(out, f)
-			continue
-		}
-		ax.set(p)
-		var err error
-		if f.SVG, err = svg(p, halfW, plotH, label); err != nil {
+		if err := ax.finish(&f, p, any, label); err != nil {
 			return nil, err
 		}
 		out = append(out, f)
