@@ -139,15 +139,27 @@ func checkStatusPage(t *testing.T, base string) {
 	if page := httpGet(base + "/"); !strings.Contains(page, "<!DOCTYPE html>") {
 		t.Errorf("GET / is not the status page:\n%.200s", page)
 	}
+	// A busy machine can make the simulated servos miss their replies and
+	// the link degrade for a moment: wait for a snapshot of it running,
+	// never a fixed time.
 	var snap statuspage.Snapshot
-	if err := json.Unmarshal([]byte(httpGet(base+"/status.json")), &snap); err != nil {
-		t.Fatalf("/status.json: %v", err)
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		snap = statuspage.Snapshot{}
+		if err := json.Unmarshal([]byte(httpGet(base+"/status.json")), &snap); err != nil {
+			t.Fatalf("/status.json: %v", err)
+		}
+		if len(snap.Links) > 0 && snap.Links[0].State == "running" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the link never showed running on the page: %+v", snap)
+		}
 	}
 	if snap.Version != version || snap.Config == "" || snap.Started.IsZero() || len(snap.Links) == 0 {
 		t.Fatalf("snapshot %+v", snap)
 	}
 	l := snap.Links[0] // the default's first link
-	if l.Name != "emio" || l.Kind != "emio" || l.State != "running" || l.StateSince.IsZero() || l.RateHz <= 0 || l.Exchanges == 0 {
+	if l.Name != "emio" || l.Kind != "emio" || l.StateSince.IsZero() || l.RateHz <= 0 || l.Exchanges == 0 {
 		t.Errorf("link %+v", l)
 	}
 	if len(l.Measurement) == 0 || l.Measurement[0].Name != "markers" || len(l.Measurement[0].Values) != 3 ||
