@@ -70,7 +70,9 @@ var imports = map[string][]string{
 	// The configuration builds links: it may import every library.
 	"config": {".", "bridge", "camera", "dynamixel", "dynamixel/dxlsim", "emio", "fault", "framelock", "journal", "meca500", "meca500/mecasim", "metrics",
 		"plant", "vrep", "vrep/vrepsim", "realsense", "realsense/tracker", "realtime", "sim", "simulink", "tap"},
-	"cmd/bridge": nil, // anything but another command
+	// Test support: headless Chromium for the tests that look at a page.
+	"internal/headless": {},
+	"cmd/bridge":        nil, // anything but another command
 }
 
 // never lists what a protocol or device package may not depend on, even

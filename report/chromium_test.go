@@ -2,44 +2,19 @@ package report
 
 import (
 	"bytes"
-	"context"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
-)
 
-// chromium runs headless Chromium on url with args, in a profile of its own
-// (as statuspage/chromium_test.go does).
-func chromium(t *testing.T, bin, url string, args ...string) []byte {
-	t.Helper()
-	// Generous: a cold start on a loaded machine; the test checks what is
-	// rendered, not how fast.
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	args = append([]string{"--headless", "--disable-gpu", "--no-sandbox", "--no-first-run", "--hide-scrollbars",
-		"--user-data-dir=" + t.TempDir()}, args...)
-	cmd := exec.CommandContext(ctx, bin, append(args, url)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("chromium %v: %v\n%s", args, err, stderr.Bytes())
-	}
-	return out
-}
+	"github.com/labbridge/bridge/internal/headless"
+)
 
 // The report of a three-link recording, opened in a real browser: every
 // link has its plots, with axes labelled with their units.
 func TestReportInChromium(t *testing.T) {
-	bin, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skip("no chromium: apt-get install chromium")
-	}
 	dir := t.TempDir()
 	rec, err := Open(writeRecording(t, dir, "run", threeLinks))
 	if err != nil {
@@ -59,7 +34,7 @@ func TestReportInChromium(t *testing.T) {
 	}
 	url := "file://" + page
 
-	dom := string(chromium(t, bin, url, "--dump-dom"))
+	dom := string(headless.Chromium(t, url, "--dump-dom"))
 	sections := regexp.MustCompile(`<section class="link" id="link-\d+">`).Split(dom, -1)
 	if len(sections) != 4 {
 		t.Fatalf("%d link sections in the rendered page, want 3", len(sections)-1)
@@ -99,7 +74,7 @@ func TestReportInChromium(t *testing.T) {
 	}
 
 	shot := filepath.Join(t.TempDir(), "report.png")
-	chromium(t, bin, url, "--screenshot="+shot, "--window-size=1400,2600")
+	headless.Chromium(t, url, "--screenshot="+shot, "--window-size=1400,2600")
 	b, err := os.ReadFile(shot)
 	if err != nil {
 		t.Fatal(err)

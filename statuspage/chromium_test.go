@@ -2,46 +2,22 @@ package statuspage
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"image"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"sync/atomic"
 	"testing"
-	"time"
-)
 
-// chromium runs headless Chromium on url with args, in a profile of its own.
-func chromium(t *testing.T, bin, url string, args ...string) []byte {
-	t.Helper()
-	// Generous: a cold start on a loaded CI machine; the test checks what
-	// is rendered, not how fast.
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	args = append([]string{"--headless", "--disable-gpu", "--no-sandbox", "--no-first-run",
-		"--user-data-dir=" + t.TempDir(), "--virtual-time-budget=3000"}, args...)
-	cmd := exec.CommandContext(ctx, bin, append(args, url)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("chromium %v: %v\n%s", args, err, stderr.Bytes())
-	}
-	return out
-}
+	"github.com/labbridge/bridge/internal/headless"
+)
 
 // The page renders the links from what it polls, and follows a changing
 // snapshot, in a real browser.
 func TestPageInChromium(t *testing.T) {
-	bin, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skip("no chromium: install Debian package chromium")
-	}
 	var polls atomic.Int64
 	var thumbs atomic.Int64
 	srv := httptest.NewServer(New(Config{Snapshot: func() Snapshot {
@@ -62,7 +38,7 @@ func TestPageInChromium(t *testing.T) {
 	logRowRe := regexp.MustCompile(`<tr class="logline"><td class="t" title="2026`)
 	var seen []int
 	for range 2 {
-		dom := string(chromium(t, bin, srv.URL+"/", "--dump-dom"))
+		dom := string(headless.Chromium(t, srv.URL+"/", "--dump-dom", "--virtual-time-budget=3000"))
 		for _, want := range []string{"emio", "vrep", "running", "handshaking", "v1.2.3", "/etc/bridge/emio.toml",
 			"a servo is hot", "servo 2: 74 °C", "markers", "speeds", "lock locked 30.0029 Hz",
 			// The loop's lateness, on the card and beside its plot.
@@ -100,7 +76,7 @@ func TestPageInChromium(t *testing.T) {
 	}
 
 	png := filepath.Join(t.TempDir(), "statuspage.png")
-	chromium(t, bin, srv.URL+"/", "--screenshot="+png, "--window-size=1280,1400")
+	headless.Chromium(t, srv.URL+"/", "--screenshot="+png, "--window-size=1280,1400", "--virtual-time-budget=3000")
 	img, err := os.ReadFile(png)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,38 @@
+// Package headless runs Debian's headless Chromium for the tests that look
+// at what a person would see (the status page, the report). It is test
+// support: only _test files import it.
+package headless
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+// Chromium runs headless Chromium on url with args (--dump-dom,
+// --screenshot=…, --virtual-time-budget=…), in a profile of its own, and
+// returns what it wrote to stdout. The test skips, saying how to install
+// it, when there is no chromium.
+func Chromium(t *testing.T, url string, args ...string) []byte {
+	t.Helper()
+	bin, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("no chromium: apt-get install chromium")
+	}
+	// Generous: a cold start on a loaded CI machine; the tests check what
+	// is rendered, not how fast.
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	args = append([]string{"--headless", "--disable-gpu", "--no-sandbox", "--no-first-run", "--hide-scrollbars",
+		"--user-data-dir=" + t.TempDir()}, args...)
+	cmd := exec.CommandContext(ctx, bin, append(args, url)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium %v: %v\n%s", args, err, stderr.Bytes())
+	}
+	return out
+}
