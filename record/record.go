@@ -200,9 +200,8 @@ func (r *Recorder) open(s *stream) error {
 			return err
 		}
 	}
-	// The held packets first, in the order they came; the current one is
-	// in s.rec, so it is parsed again after them.
-	cur := s.rec
+	// The held packets first, in the order they came; the current one
+	// stays in s.rec for the caller to write after them.
 	var tmp tap.Record
 	for _, h := range s.held {
 		if err := tmp.Unmarshal(h.payload); err != nil {
@@ -217,7 +216,6 @@ func (r *Recorder) open(s *stream) error {
 		}
 	}
 	s.held = nil
-	s.rec = cur
 	return nil
 }
 

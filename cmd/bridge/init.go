@@ -215,21 +215,12 @@ func portList(ports []dynamixel.PortInfo) string {
 // baud and the IDs that answered there.
 func pingServos(ctx context.Context, spec string, rates []int, ids []byte, latency time.Duration, stdout, stderr io.Writer) (int, []int) {
 	for _, baud := range rates {
-		o, err := dynamixel.OpenSpec(spec, baud)
+		bus, closePort, err := openBus(spec, baud, latency, 500*time.Microsecond, prefixed{stdout, "servos: "})
 		if err != nil {
 			fmt.Fprintf(stdout, "servos: cannot open %s: %v\n", spec, err)
 			if errors.Is(err, os.ErrPermission) {
 				fmt.Fprintln(stdout, "  add yourself to the dialout group (sudo usermod -aG dialout $USER, then log in again)")
 			}
-			return 0, nil
-		}
-		if advice := o.Advice(); advice != "" {
-			fmt.Fprintln(stdout, "servos: "+advice)
-		}
-		bus, err := dynamixel.NewBus(o.Port, o.Timing(dynamixel.BusConfig{Baud: baud, LatencyTimer: latency, ReturnDelay: 500 * time.Microsecond, Margin: 3 * time.Millisecond}))
-		if err != nil {
-			o.Port.Close()
-			fmt.Fprintf(stdout, "servos: %v\n", err)
 			return 0, nil
 		}
 		var got []int
@@ -246,7 +237,7 @@ func pingServos(ctx context.Context, spec string, rates []int, ids []byte, laten
 			}
 			lines = append(lines, l)
 		}, nil)
-		o.Port.Close()
+		closePort()
 		for _, l := range lines {
 			fmt.Fprintln(stdout, "servos: "+l)
 		}
@@ -261,6 +252,19 @@ func pingServos(ctx context.Context, spec string, rates []int, ids []byte, laten
 	}
 	fmt.Fprintln(stdout, "servos: no servo answered: check the Emio's power supply (12 V), the cable to the U2D2, and -ids")
 	return 0, nil
+}
+
+// prefixed writes each write to w after prefix: one line of advice.
+type prefixed struct {
+	w      io.Writer
+	prefix string
+}
+
+func (p prefixed) Write(b []byte) (int, error) {
+	if _, err := io.WriteString(p.w, p.prefix); err != nil {
+		return 0, err
+	}
+	return p.w.Write(b)
 }
 
 // findCamera looks for a RealSense camera: the one whose serial is want,

@@ -24,20 +24,27 @@ func busFlags(fs *flag.FlagSet, stderr io.Writer) func(baud int) (*dynamixel.Bus
 	latency := fs.Duration("latency-timer", 0, "the adapter's latency timer (0 = read it from sysfs, else 16ms)")
 	rdt := fs.Duration("return-delay", 500*time.Microsecond, "the servos' Return Delay Time (factory: 500µs)")
 	return func(baud int) (*dynamixel.Bus, func(), error) {
-		o, err := dynamixel.OpenSpec(*port, baud)
-		if err != nil {
-			return nil, nil, err
-		}
-		if advice := o.Advice(); advice != "" {
-			fmt.Fprintln(stderr, advice)
-		}
-		bus, err := dynamixel.NewBus(o.Port, o.Timing(dynamixel.BusConfig{Baud: baud, LatencyTimer: *latency, ReturnDelay: *rdt, Margin: 3 * time.Millisecond}))
-		if err != nil {
-			o.Port.Close()
-			return nil, nil, err
-		}
-		return bus, func() { o.Port.Close() }, nil
+		return openBus(*port, baud, *latency, *rdt, stderr)
 	}
+}
+
+// openBus opens the servo line spec at baud (dynamixel.OpenSpec), saying on
+// advice when the adapter's latency timer slows every read, and returns the
+// bus and how to close it. latency 0 reads the adapter's timer.
+func openBus(spec string, baud int, latency, returnDelay time.Duration, advice io.Writer) (*dynamixel.Bus, func(), error) {
+	o, err := dynamixel.OpenSpec(spec, baud)
+	if err != nil {
+		return nil, nil, err
+	}
+	if a := o.Advice(); a != "" {
+		fmt.Fprintln(advice, a)
+	}
+	bus, err := dynamixel.NewBus(o.Port, o.Timing(dynamixel.BusConfig{Baud: baud, LatencyTimer: latency, ReturnDelay: returnDelay, Margin: 3 * time.Millisecond}))
+	if err != nil {
+		o.Port.Close()
+		return nil, nil, err
+	}
+	return bus, func() { o.Port.Close() }, nil
 }
 
 // cmdScan is `bridge scan`: list serial ports, then ping every ID at every
