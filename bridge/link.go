@@ -100,6 +100,7 @@ type Link struct {
 	ready   plant.Readier // nil: the plant's measurement is always complete
 	deadman plant.Deadman // nil: the plant gets the last good command every tick
 	latch   plant.Latcher // nil: Measure fills the whole measurement
+	ager    plant.Ager    // nil: a stale measurement is sent as it was
 	ex      Exchanger
 	clock   *realtime.Clock
 	loopObs LoopObserver
@@ -192,6 +193,7 @@ func NewLink(cfg LinkConfig, p plant.Plant, ex Exchanger, clock *realtime.Clock,
 	l.ready, _ = p.(plant.Readier)
 	l.deadman, _ = p.(plant.Deadman)
 	l.latch, _ = p.(plant.Latcher)
+	l.ager, _ = p.(plant.Ager)
 	l.exRep, _ = ex.(exchangeReporter)
 	l.deviceUp.Store(true)
 	return l, nil
@@ -449,6 +451,11 @@ func (l *Link) Tick(ti *TickInfo) {
 	if stale {
 		l.stale.Add(1)
 		l.cmdObs.StaleMeasurement()
+		if l.ager != nil {
+			// The plant's own freshness fields keep moving (an age that
+			// grows, flags that say disconnected).
+			l.ager.Age(l.meas)
+		}
 	}
 	// The datagram leaves at the tick's deadline (docs/architecture.md
 	// "One tick"): wait for it, then take what a goroutine keeps newest.

@@ -88,6 +88,44 @@ type Latcher interface {
 	Latch(dst []float64)
 }
 
+// Stopper is a plant whose robot keeps moving by itself while no command
+// comes: velocities streamed to wheels or joints, a simulation stepped in
+// lock step with the link. When its link goes degraded, the supervisor calls
+// StopMotion off the loop thread, before any Reopen and never concurrently
+// with Measure, Command or Reopen: it commands zero velocity wherever the
+// device can still be reached and releases a lock-stepped simulation, so
+// that a link that applies nothing leaves nothing moving. Its error says, in
+// the user's words, what it could not reach ("the scene is unreachable; its
+// last speeds may still be applied").
+type Stopper interface {
+	StopMotion(ctx context.Context) error
+}
+
+// Resumer is a plant whose device can latch a stop that only a person may
+// end: an emergency or protective stop, a hardware error, a simulation a
+// person stopped. While latched, Reopen starts nothing and returns an error
+// wrapping ErrStopLatched. Resume records that a person asked to go on (the
+// bridge's resume command or its control endpoint): the next Reopen alone
+// may then clear the stop and start the robot again (reset, activate,
+// home). A Reopen that cannot (the stop is still engaged) consumes the
+// request, so that the stop's own reset later starts nothing. Resume is
+// cheap and safe from any goroutine.
+type Resumer interface {
+	Resume()
+}
+
+// Ager is a plant whose measurement carries its own freshness: an age, flags
+// that say whether the device is connected, the device's error code. While
+// the device is down the link sends the last measurement again; it first
+// calls Age on the loop thread, which updates those fields in dst (the age
+// grows, the flags say disconnected or stopped, the error code is the
+// device's last known one) from what the plant keeps, without touching the
+// device, so that a model can tell stale data from fresh. Age may run while
+// Reopen runs on another goroutine; it must not block or allocate.
+type Ager interface {
+	Age(dst []float64)
+}
+
 // HaltPolicy is what a plant does when its link stops.
 type HaltPolicy uint8
 
@@ -130,4 +168,10 @@ var (
 	// cannot run twice, a library this build cannot load). The supervisor
 	// logs it once and does not retry.
 	ErrPermanent = errors.New("plant: permanent failure")
+	// ErrStopLatched marks a device in a stop that only a person may end
+	// (an emergency or protective stop, a hardware error, a simulation
+	// stopped by hand). The supervisor does not retry it on its own: it
+	// keeps the link degraded, says what the person must do, and reopens
+	// the device only after Resumer.Resume.
+	ErrStopLatched = errors.New("plant: stopped until a person resumes it")
 )
