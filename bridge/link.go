@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -134,6 +135,15 @@ type Link struct {
 	cmdShadow  []atomic.Uint64 // the last good command, CommandLen values
 	measShadow []atomic.Uint64 // the last measurement, MeasureLen values
 	haltErr    atomic.Pointer[error]
+	// downErr is why the device is down as the supervisor last learned it
+	// (a reopen's error, a stop latched by the device); stopErr is what
+	// StopMotion could not reach. Set off the loop thread.
+	downErr atomic.Pointer[error]
+	stopErr atomic.Pointer[error]
+
+	// devMu keeps the supervisor's Reopen and StopMotion and the halt at
+	// stop from talking to the device at once.
+	devMu sync.Mutex
 }
 
 // NewLink checks that plant and limits agree and prepares the buffers. Nothing
@@ -369,8 +379,23 @@ func (e *HaltError) Is(target error) bool { return target == ErrHalt }
 // halt applies the halt policy, logs what it did, and returns a
 // *HaltError when the policy could not be applied.
 func (l *Link) halt() error {
+	l.devMu.Lock()
+	defer l.devMu.Unlock()
 	policy := l.cfg.Halt
 	if !l.deviceUp.Load() {
+		if st, ok := l.plant.(plant.Stopper); ok {
+			// A robot that keeps moving by itself: try once more to
+			// reach it, whatever the policy.
+			ctx, cancel := context.WithTimeout(context.Background(), stopMotionTimeout)
+			err := st.StopMotion(ctx)
+			cancel()
+			if err != nil {
+				l.logger.Warn("halt could not stop the robot's motion: "+err.Error(), "halt", policy.String())
+				return &HaltError{Link: l.cfg.Name, Policy: policy, Err: fmt.Errorf("%w: %w", ErrUnreached, err)}
+			}
+			l.logger.Info("halt: the device is down; its motion was stopped", "halt", policy.String())
+			return nil
+		}
 		if policy == plant.HaltHold {
 			// Nothing to send: the motors keep their last goal by
 			// themselves.
@@ -390,6 +415,68 @@ func (l *Link) halt() error {
 	}
 	l.logger.Info("halt applied", "halt", policy.String())
 	return nil
+}
+
+// stopMotionTimeout bounds a StopMotion: long enough for a reconnect and a
+// few calls, short enough that a stop does not hang on a dead device.
+const stopMotionTimeout = 2 * time.Second
+
+// reopenDevice runs Reopen, never at once with StopMotion or the halt.
+func (l *Link) reopenDevice(ctx context.Context, r plant.Reopener) error {
+	l.devMu.Lock()
+	defer l.devMu.Unlock()
+	return r.Reopen(ctx)
+}
+
+// stopMotion stops a velocity plant's motion after its link went degraded,
+// and keeps what it could not reach for Health.
+func (l *Link) stopMotion(ctx context.Context, st plant.Stopper) error {
+	l.devMu.Lock()
+	defer l.devMu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, stopMotionTimeout)
+	defer cancel()
+	err := st.StopMotion(ctx)
+	setErr(&l.stopErr, err)
+	return err
+}
+
+func setErr(p *atomic.Pointer[error], err error) {
+	if err == nil {
+		p.Store(nil)
+		return
+	}
+	p.Store(&err)
+}
+
+func getErr(p *atomic.Pointer[error]) error {
+	if e := p.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// DeviceErr is why the device is down as the supervisor last learned it (a
+// failed reopen, a stop only a person may end), nil while it is up.
+func (l *Link) DeviceErr() error {
+	if l.deviceUp.Load() {
+		return nil
+	}
+	return getErr(&l.downErr)
+}
+
+// Latched reports whether the device is down in a stop that only a person
+// may end (its last reopen failed with plant.ErrStopLatched).
+func (l *Link) Latched() bool {
+	return errors.Is(l.DeviceErr(), plant.ErrStopLatched)
+}
+
+// StopErr is what the last StopMotion of the degraded link could not reach,
+// nil when it stopped the robot (or the plant streams no velocities).
+func (l *Link) StopErr() error {
+	if l.deviceUp.Load() {
+		return nil
+	}
+	return getErr(&l.stopErr)
 }
 
 // halted records the outcome of the last halt.

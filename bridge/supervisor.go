@@ -49,8 +49,10 @@ type LinkObserver interface {
 	DeviceRestart(device string)
 }
 
-// Backoff spaces restarts: exponential from Initial to Max with ±Jitter, and
-// decaying back to Initial once the part has stayed healthy for Healthy.
+// Backoff spaces restarts: exponential from Initial to Max with ±Jitter. A
+// part that stayed up for Healthy before it failed was healthy: it is
+// retried at once and its backoff starts over, so that a dropped connection
+// to a healthy robot is mended at once while a flapping one is not hammered.
 type Backoff struct {
 	Initial, Max time.Duration
 	Factor       float64
@@ -58,9 +60,10 @@ type Backoff struct {
 	Healthy      time.Duration
 }
 
-// DefaultBackoff restarts after 100 ms, then 200 ms … up to 10 s, ±20 %.
+// DefaultBackoff retries a part that was up for 2 s at once, then after
+// 100 ms, 200 ms … up to 10 s, ±20 %.
 func DefaultBackoff() Backoff {
-	return Backoff{Initial: 100 * time.Millisecond, Max: 10 * time.Second, Factor: 2, Jitter: 0.2, Healthy: 30 * time.Second}
+	return Backoff{Initial: 100 * time.Millisecond, Max: 10 * time.Second, Factor: 2, Jitter: 0.2, Healthy: 2 * time.Second}
 }
 
 // backoffState is one part's position in its backoff.
@@ -81,12 +84,14 @@ func (s *backoffState) up(now time.Time) { s.upSince, s.everUp = now, true }
 
 // next returns the delay before the next attempt after a failure at now.
 func (s *backoffState) next(now time.Time) time.Duration {
-	// Decay: each Healthy period of good running forgets one doubling, so a
-	// flapping device is not hammered and a long-stable one restarts fast.
-	if s.everUp && s.b.Healthy > 0 {
-		healthy := int(now.Sub(s.upSince) / s.b.Healthy)
-		s.attempt = max(0, s.attempt-healthy)
+	if s.everUp {
 		s.everUp = false
+		if s.b.Healthy > 0 && now.Sub(s.upSince) >= s.b.Healthy {
+			// It was healthy: this failure is new, not the next of a
+			// series.
+			s.attempt = 0
+			return 0
+		}
 	}
 	d := float64(s.b.Initial)
 	for i := 0; i < s.attempt && d < float64(s.b.Max); i++ {
@@ -109,6 +114,10 @@ type SupervisorConfig struct {
 	// of the backoff: a replug is then noticed within this time. 0 means
 	// 250 ms.
 	PollAbsent time.Duration
+	// PollLatched is how often a device in a stop that only a person may
+	// end (plant.ErrStopLatched) is read again, so that what it says
+	// stays current; it is reopened at once after Resume. 0 means 1 s.
+	PollLatched time.Duration
 	// OnEvent is called for every link event, from the supervisor's
 	// goroutines (never from a loop thread). It may be nil.
 	OnEvent func(Event)
@@ -144,6 +153,8 @@ type linkEntry struct {
 	// partnerLost: the last handshake began with a partner lost, so the
 	// next handshake done is logged as RECONNECTED.
 	partnerLost atomic.Bool
+	// resume wakes the reopen of a latched device: a person asked.
+	resume chan struct{}
 }
 
 // NewSupervisor returns an empty supervisor.
@@ -159,6 +170,9 @@ func NewSupervisor(cfg SupervisorConfig) *Supervisor {
 	}
 	if cfg.PollAbsent <= 0 {
 		cfg.PollAbsent = 250 * time.Millisecond
+	}
+	if cfg.PollLatched <= 0 {
+		cfg.PollLatched = time.Second
 	}
 	if cfg.Seed == 0 {
 		cfg.Seed = rand.Uint64()
@@ -185,7 +199,7 @@ func (s *Supervisor) AddLink(l *Link, obs LinkObserver, deps ...Part) error {
 			return fmt.Errorf("bridge: link %q: a dependency needs a name and a service: %w", l.Name(), ErrConfig)
 		}
 	}
-	s.links = append(s.links, &linkEntry{link: l, obs: obs, deps: append([]Part(nil), deps...)})
+	s.links = append(s.links, &linkEntry{link: l, obs: obs, deps: append([]Part(nil), deps...), resume: make(chan struct{}, 1)})
 	return nil
 }
 
@@ -350,11 +364,16 @@ func (r *repeatLog) level(err error, now time.Time) slog.Level {
 }
 
 // reopen waits for a link's device to fail and reopens it while the loop
-// keeps ticking (the link is degraded meanwhile): with backoff, or polling
-// at PollAbsent while the device is absent.
+// keeps ticking (the link is degraded meanwhile). A robot that keeps moving
+// by itself (plant.Stopper) is stopped first. Then, by the cause of each
+// failed attempt: at once for a device that had been healthy, then with
+// backoff; polling at PollAbsent while the device is absent; and, for a
+// stop only a person may end, reading it every PollLatched and reopening
+// at once after Resume.
 func (s *Supervisor) reopen(ctx context.Context, e *linkEntry, seed uint64) {
 	l := e.link
 	r, ok := l.Plant().(plant.Reopener)
+	st, stops := l.Plant().(plant.Stopper)
 	bo := newBackoffState(s.cfg.Backoff, seed)
 	for {
 		select {
@@ -362,23 +381,40 @@ func (s *Supervisor) reopen(ctx context.Context, e *linkEntry, seed uint64) {
 			return
 		case <-l.DeviceDown():
 		}
+		if stops {
+			if err := l.stopMotion(ctx, st); err != nil {
+				s.logger.Warn("link "+l.Name()+": degraded, and the robot's motion could not be stopped: "+err.Error(), "link", l.Name(), "err", err)
+			} else {
+				s.logger.Info("link "+l.Name()+": degraded: the robot's motion was stopped", "link", l.Name())
+			}
+		}
 		if !ok {
 			s.logger.Error("device failed and cannot be reopened; the link stays degraded", "link", l.Name())
 			continue
 		}
 		var rep repeatLog
-		absent := false
+		var cause error
 		for attempt := 1; ; attempt++ {
-			d := s.cfg.PollAbsent
-			if !absent {
+			var d time.Duration
+			switch {
+			case errors.Is(cause, plant.ErrStopLatched):
+				d = s.cfg.PollLatched
+			case errors.Is(cause, plant.ErrAbsent):
+				d = s.cfg.PollAbsent
+			default:
 				d = bo.next(time.Now())
 			}
-			if !sleepCtx(ctx, d) {
-				return
+			select {
+			case <-e.resume:
+			default:
+				if !s.sleepResume(ctx, d, e.resume) {
+					return
+				}
 			}
-			err := r.Reopen(ctx)
+			err := l.reopenDevice(ctx, r)
 			if err == nil {
 				bo.up(time.Now())
+				setErr(&l.downErr, nil)
 				s.logger.Info("device reopened", "link", l.Name(), "attempt", attempt)
 				if e.obs != nil {
 					e.obs.DeviceRestart("plant")
@@ -389,14 +425,69 @@ func (s *Supervisor) reopen(ctx context.Context, e *linkEntry, seed uint64) {
 			if ctx.Err() != nil {
 				return
 			}
-			absent = errors.Is(err, plant.ErrAbsent)
+			setErr(&l.downErr, err)
+			cause = err
 			msg := "device reopen failed"
-			if absent {
+			switch {
+			case errors.Is(err, plant.ErrStopLatched):
+				msg = "the robot is stopped and waits for a person: " + err.Error()
+			case errors.Is(err, plant.ErrAbsent):
 				msg = "device absent; waiting for it to come back"
 			}
 			s.logger.Log(ctx, rep.level(err, time.Now()), msg, "link", l.Name(), "attempt", attempt, "err", err)
 		}
 	}
+}
+
+// sleepResume sleeps d, or less if a person asks to resume; false when ctx
+// is done.
+func (s *Supervisor) sleepResume(ctx context.Context, d time.Duration, resume <-chan struct{}) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+	case <-resume:
+	}
+	return true
+}
+
+var (
+	// ErrNoLink: no link of that name.
+	ErrNoLink = errors.New("bridge: no such link")
+	// ErrNotLatched: the link's device is not in a stop that waits for a
+	// person, so there is nothing to resume.
+	ErrNotLatched = errors.New("bridge: nothing to resume")
+)
+
+// Resume is a person's explicit action on a link whose device latched a
+// stop (an emergency or protective stop, a hardware error): the plant is
+// told (plant.Resumer) and reopened at once, which may start the robot
+// again. A link that is not waiting for a person is left alone: a request
+// kept for later would let the stop's own reset start the robot.
+func (s *Supervisor) Resume(link string) error {
+	links, _ := s.entries()
+	for _, e := range links {
+		if e.link.Name() != link {
+			continue
+		}
+		res, ok := e.link.Plant().(plant.Resumer)
+		if !ok || !e.link.Latched() {
+			return fmt.Errorf("%w: link %s is %s and does not wait for a person", ErrNotLatched, link, e.link.State())
+		}
+		s.logger.Warn("link "+link+": resume asked by a person: the robot may start", "link", link, "event", "resume")
+		res.Resume()
+		select {
+		case e.resume <- struct{}{}:
+		default:
+		}
+		return nil
+	}
+	return fmt.Errorf("%w %q", ErrNoLink, link)
 }
 
 // drain turns a link's events into logs, observer calls and callbacks.
@@ -512,7 +603,14 @@ func (s *Supervisor) Health() error {
 			errs = append(errs, fmt.Errorf("link %s: %w", e.link.Name(), err))
 		}
 		if len(deps) == 0 && (st == Degraded || st == Stopped) {
-			errs = append(errs, fmt.Errorf("link %s is %s", e.link.Name(), st))
+			if err := e.link.DeviceErr(); err != nil && st == Degraded {
+				errs = append(errs, fmt.Errorf("link %s is %s: %w", e.link.Name(), st, err))
+			} else {
+				errs = append(errs, fmt.Errorf("link %s is %s", e.link.Name(), st))
+			}
+		}
+		if err := e.link.StopErr(); err != nil {
+			errs = append(errs, fmt.Errorf("link %s: %w", e.link.Name(), err))
 		}
 	}
 	for _, p := range services {

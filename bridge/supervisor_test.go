@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-func TestBackoffGrowsCapsAndDecays(t *testing.T) {
+func TestBackoffGrowsCapsAndStartsOverWhenHealthy(t *testing.T) {
 	b := Backoff{Initial: 100 * time.Millisecond, Max: time.Second, Factor: 2, Healthy: 10 * time.Second}
 	s := newBackoffState(b, 1)
 	t0 := time.Unix(0, 0)
@@ -22,14 +22,18 @@ func TestBackoffGrowsCapsAndDecays(t *testing.T) {
 			t.Fatalf("delays %v, want %v ms", got, want)
 		}
 	}
-	// Healthy for 25 s forgets two doublings.
+	// Up for less than Healthy: the series goes on.
 	s.up(t0)
-	if d := s.next(t0.Add(25 * time.Second)); d != time.Second {
-		t.Fatalf("after 25 s healthy: %v, want 1s (attempt 6-2=4 → capped)", d)
+	if d := s.next(t0.Add(9 * time.Second)); d != time.Second {
+		t.Fatalf("after 9 s up: %v, want 1s (the series goes on)", d)
 	}
+	// Up for Healthy: a new failure, retried at once, then from Initial.
 	s.up(t0)
-	if d := s.next(t0.Add(time.Hour)); d != 100*time.Millisecond {
-		t.Fatalf("after an hour healthy: %v, want 100ms", d)
+	if d := s.next(t0.Add(10 * time.Second)); d != 0 {
+		t.Fatalf("after 10 s healthy: %v, want 0 (at once)", d)
+	}
+	if d := s.next(t0.Add(10 * time.Second)); d != 100*time.Millisecond {
+		t.Fatalf("the next: %v, want 100ms", d)
 	}
 }
 
