@@ -50,10 +50,28 @@ Run "bridge COMMAND -help" for the flags of a command.
 `
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A closed pipe or terminal must not kill a bridge that drives a
+	// robot: writes to it fail instead, and the links go on.
+	signal.Ignore(syscall.SIGPIPE)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals(os.Args[1:])...)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// stopSignals are the signals whose default action would end the process:
+// each one stops the bridge as SIGTERM does, every link halted, and the
+// signal named in the log (docs/faults.md §5). Closing the terminal that
+// started `bridge run` sends SIGHUP. SIGKILL and SIGSTOP cannot be caught:
+// what they leave is each device's own dead-man (docs/faults.md §5).
+// bridge partner keeps SIGUSR1 and SIGUSR2 for its faults.
+func stopSignals(args []string) []os.Signal {
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGXCPU,
+		syscall.SIGXFSZ, syscall.SIGALRM, syscall.SIGVTALRM, syscall.SIGPWR, syscall.SIGSTKFLT}
+	if len(args) == 0 || args[0] != "partner" {
+		sigs = append(sigs, syscall.SIGUSR1, syscall.SIGUSR2)
+	}
+	return sigs
 }
 
 // run dispatches a command line and returns the exit status.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -246,6 +247,14 @@ func (a *app) serve(ctx context.Context, stdout io.Writer, duration time.Duratio
 	// ticks: the next collection then comes minutes later, not in the
 	// first seconds, where its stop-the-world pauses would delay sends.
 	runtime.GC()
+	said := context.AfterFunc(ctx, func() {
+		why := "the -duration elapsed"
+		if c := context.Cause(ctx); !errors.Is(c, context.DeadlineExceeded) && c != nil {
+			why = c.Error()
+		}
+		a.logger.Info("stopping ("+why+"): halting every link", "event", "stop", "cause", why)
+	})
+	defer said()
 	err := a.sup.Serve(ctx)
 	stopView()
 	wg.Wait()

@@ -27,8 +27,24 @@ func TestMain(m *testing.M) {
 }
 
 // SIGTERM stops the bridge cleanly: systemd hears READY=1 then STOPPING=1,
-// the link stops with its halt policy, and the exit status is 0.
-func TestSIGTERMStopsCleanly(t *testing.T) {
+// the link stops with its halt policy, and the exit status is 0. So do
+// SIGHUP (the terminal that started it closed) and SIGQUIT, whose default
+// actions would end the process with no halt at all; the log names the
+// signal.
+func TestStopSignalsStopCleanly(t *testing.T) {
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		says string
+	}{
+		{syscall.SIGTERM, "terminated signal received"},
+		{syscall.SIGHUP, "hangup signal received"},
+		{syscall.SIGQUIT, "quit signal received"},
+	} {
+		t.Run(tc.sig.String(), func(t *testing.T) { stopsCleanly(t, tc.sig, tc.says) })
+	}
+}
+
+func stopsCleanly(t *testing.T, sig syscall.Signal, says string) {
 	sock := filepath.Join(t.TempDir(), "notify.sock")
 	nc, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
 	if err != nil {
@@ -46,7 +62,7 @@ func TestSIGTERMStopsCleanly(t *testing.T) {
 	}
 	got := map[string]bool{}
 	buf := make([]byte, 256)
-	nc.SetReadDeadline(time.Now().Add(20 * time.Second))
+	nc.SetReadDeadline(time.Now().Add(60 * time.Second))
 	for !got["READY=1"] || !got["WATCHDOG=1"] {
 		n, err := nc.Read(buf)
 		if err != nil {
@@ -55,7 +71,7 @@ func TestSIGTERMStopsCleanly(t *testing.T) {
 		}
 		got[strings.SplitN(string(buf[:n]), "\n", 2)[0]] = true
 	}
-	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Process.Signal(sig)
 	for !got["STOPPING=1"] {
 		n, err := nc.Read(buf)
 		if err != nil {
@@ -66,8 +82,12 @@ func TestSIGTERMStopsCleanly(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("exit: %v\n%s", err, errb.String())
 	}
-	if !strings.Contains(errb.String(), `"to":"stopped"`) || !strings.Contains(out.String(), "emio") {
-		t.Errorf("no clean stop:\n%s\n%s", out.String(), errb.String())
+	logs := errb.String()
+	if !strings.Contains(logs, `"to":"stopped"`) || !strings.Contains(out.String(), "emio") {
+		t.Errorf("no clean stop:\n%s\n%s", out.String(), logs)
+	}
+	if !strings.Contains(logs, says) || strings.Count(logs, "halt applied") != 3 {
+		t.Errorf("the log does not say %q and three halts applied:\n%s", says, logs)
 	}
 }
 
