@@ -52,6 +52,10 @@ type Conn struct {
 	buf   []byte // the body of the last message read
 	wbuf  []byte
 	hdr   [9]byte
+	// torn: a read or write failed part way through a message, so the
+	// stream no longer starts at a message (Torn).
+	torn   bool
+	midway bool // the Recv under way has read part of a frame
 	// Peer is the peer's socket type from its READY command ("REQ", "REP").
 	Peer string
 }
@@ -91,8 +95,15 @@ func (c *Conn) Close() error { return c.nc.Close() }
 // SetDeadline sets the deadline of the reads and writes that follow.
 func (c *Conn) SetDeadline(t time.Time) error { return c.nc.SetDeadline(t) }
 
+// Torn reports whether a Send or Recv failed part way through a message:
+// the stream is then out of step with the peer and only a new connection
+// mends it. A Recv that timed out before the first byte of a message is
+// not torn: the message can still be read whole by the next Recv.
+func (c *Conn) Torn() bool { return c.torn }
+
 // Send writes one message, the empty delimiter and body, in one write.
 // It allocates only when body outgrows the largest message sent before.
+// A failed Send leaves the connection torn: part of it may have left.
 func (c *Conn) Send(body []byte) error {
 	b := append(c.wbuf[:0], flagMore, 0)
 	if len(body) > 255 {
@@ -104,6 +115,7 @@ func (c *Conn) Send(body []byte) error {
 	b = append(b, body...)
 	c.wbuf = b
 	if _, err := c.nc.Write(b); err != nil {
+		c.torn = true
 		return fmt.Errorf("zmtp: sending %d bytes to %v: %w", len(body), c.nc.RemoteAddr(), err)
 	}
 	return nil
@@ -113,21 +125,34 @@ func (c *Conn) Send(body []byte) error {
 // Frames before the empty delimiter (a ROUTER's routing identities, which
 // a direct REQ/REP pair never has) are refused.
 func (c *Conn) Recv() ([]byte, error) {
+	b, err := c.recv()
+	if err != nil {
+		c.torn = c.torn || c.midway
+	}
+	return b, err
+}
+
+func (c *Conn) recv() ([]byte, error) {
 	c.buf = c.buf[:0]
+	c.midway = false
 	frames := 0
 	for {
 		flags, n, err := c.header()
 		if err != nil {
+			// Before a message's first byte the stream is still whole.
+			c.midway = c.midway || frames > 0
 			return nil, err
 		}
 		if flags&flagCommand != 0 {
 			if err := c.command(n); err != nil {
+				c.midway = true
 				return nil, err
 			}
 			continue
 		}
 		start := len(c.buf)
 		if err := c.read(n); err != nil {
+			c.midway = true
 			return nil, err
 		}
 		frames++
@@ -151,7 +176,8 @@ func (c *Conn) Recv() ([]byte, error) {
 
 // header reads a frame header: flags and length.
 func (c *Conn) header() (byte, int, error) {
-	if _, err := io.ReadFull(c.nc, c.hdr[:2]); err != nil {
+	if n, err := io.ReadFull(c.nc, c.hdr[:2]); err != nil {
+		c.midway = n > 0
 		return 0, 0, c.ioErr(err)
 	}
 	flags := c.hdr[0]
@@ -161,6 +187,7 @@ func (c *Conn) header() (byte, int, error) {
 	n := uint64(c.hdr[1])
 	if flags&flagLong != 0 {
 		if _, err := io.ReadFull(c.nc, c.hdr[2:9]); err != nil {
+			c.midway = true
 			return 0, 0, c.ioErr(err)
 		}
 		n = binary.BigEndian.Uint64(c.hdr[1:9])

@@ -342,3 +342,30 @@ type fakeConn struct {
 func (f fakeConn) Read(p []byte) (int, error)  { return f.Reader.Read(p) }
 func (f fakeConn) Write(p []byte) (int, error) { return len(p), nil }
 func (f fakeConn) RemoteAddr() net.Addr        { return &net.TCPAddr{} }
+
+// A Recv that times out before a message's first byte leaves the stream
+// whole: the late message is read by the next Recv. One that times out in
+// the middle of a frame tears it.
+func TestRecvTimeoutTorn(t *testing.T) {
+	a, b := tcpPair(t)
+	c := zmtp.NewConnForTest(a, 1024)
+	c.SetDeadline(time.Now().Add(20 * time.Millisecond))
+	if _, err := c.Recv(); err == nil || c.Torn() {
+		t.Fatalf("nothing sent: %v, torn %v", err, c.Torn())
+	}
+	b.Write([]byte{0x01, 0x00, 0x00, 0x03, 'a', 'b', 'c'})
+	c.SetDeadline(time.Now().Add(patience))
+	if body, err := c.Recv(); err != nil || string(body) != "abc" || c.Torn() {
+		t.Fatalf("the late message: %q %v, torn %v", body, err, c.Torn())
+	}
+	// Half a body, then silence.
+	b.Write([]byte{0x01, 0x00, 0x00, 0x03, 'a'})
+	c.SetDeadline(time.Now().Add(20 * time.Millisecond))
+	if _, err := c.Recv(); err == nil || !c.Torn() {
+		t.Fatalf("half a message: %v, torn %v", err, c.Torn())
+	}
+}
+
+// patience bounds a wait that must end; a loaded machine is slow, never
+// wrong.
+const patience = 30 * time.Second
