@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"image"
 	"image/jpeg"
+	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -204,6 +205,10 @@ type Config struct {
 	// unknown link or one without a camera (404); img is nil while there is
 	// no frame yet (503). Nil: no link has a camera.
 	Thumbnail func(link string, width int) (img image.Image, found bool)
+	// Resume is a person's action on a link whose robot latched a stop (an
+	// emergency stop, a hardware error): POST /links/{link}/resume. Its
+	// error is the reason nothing was done. Nil: no such route.
+	Resume func(link string) error
 }
 
 // Handler serves the page at GET / and the snapshot at GET /status.json.
@@ -262,5 +267,21 @@ func New(cfg Config) http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		_, _ = w.Write(buf.Bytes())
 	})
+	if cfg.Resume != nil {
+		// A request that may start a robot: POST only, and never from a
+		// page of another origin that a browser on this network opened.
+		resume := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			link := r.PathValue("link")
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.Header().Set("Cache-Control", "no-store")
+			if err := cfg.Resume(link); err != nil {
+				w.WriteHeader(http.StatusConflict)
+				_, _ = io.WriteString(w, err.Error()+"\n")
+				return
+			}
+			_, _ = io.WriteString(w, "link "+link+": resume asked; the bridge reopens the robot now\n")
+		})
+		mux.Handle("POST /links/{link}/resume", http.NewCrossOriginProtection().Handler(resume))
+	}
 	return mux
 }

@@ -2,6 +2,7 @@ package statuspage
 
 import (
 	"encoding/json"
+	"errors"
 	"image"
 	"image/jpeg"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -268,5 +270,42 @@ func TestThumbnailEndpoint(t *testing.T) {
 	}
 	if got := ThumbnailPath("a b/c"); got != "camera/a%20b%2Fc.jpg" {
 		t.Errorf("ThumbnailPath = %q", got)
+	}
+}
+
+// POST /links/{link}/resume asks the Resume of the configuration; its error
+// is a 409 with the reason; GET and a cross-origin POST do nothing.
+func TestResumeRoute(t *testing.T) {
+	var asked []string
+	h := New(Config{Snapshot: func() Snapshot { return Snapshot{} }, Resume: func(link string) error {
+		asked = append(asked, link)
+		if link != "meca500" {
+			return errors.New("bridge: nothing to resume: link emio is running")
+		}
+		return nil
+	}})
+	for _, tc := range []struct {
+		method, path, origin string
+		code                 int
+		says                 string
+	}{
+		{"POST", "/links/meca500/resume", "", http.StatusOK, "resume asked"},
+		{"POST", "/links/emio/resume", "", http.StatusConflict, "nothing to resume"},
+		{"GET", "/links/meca500/resume", "", http.StatusMethodNotAllowed, ""},
+		{"POST", "/links/meca500/resume", "http://elsewhere.example", http.StatusForbidden, ""},
+	} {
+		req := httptest.NewRequest(tc.method, tc.path, nil)
+		if tc.origin != "" {
+			req.Header.Set("Origin", tc.origin)
+			req.Header.Set("Sec-Fetch-Site", "cross-site")
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != tc.code || !strings.Contains(rec.Body.String(), tc.says) {
+			t.Errorf("%s %s origin %q: %d %q, want %d %q", tc.method, tc.path, tc.origin, rec.Code, rec.Body.String(), tc.code, tc.says)
+		}
+	}
+	if !slices.Equal(asked, []string{"meca500", "emio"}) {
+		t.Errorf("Resume asked for %v, want meca500 then emio", asked)
 	}
 }

@@ -37,6 +37,7 @@ Usage:
   bridge sim meca500 [-listen ADDR] serve a simulated Meca500 arm on a TCP port
   bridge sim vrep [-protocol az|zmq] serve a simulated V-REP/CoppeliaSim scene (-listen ADDR)
   bridge record -out run.csv        record the taps of bridge run/sim -tap: one CSV per link (-listen, -pcap)
+  bridge resume LINK                a person's go after an emergency stop, a protective stop or a servo's hardware error
   bridge report run.csv             one HTML page of a recording: timing, statuses, losses, signals (-out)
   bridge cameras                    list the connected RealSense cameras by serial
   bridge install -name NAME         install the systemd service of robot NAME (-root DIR, -print-udev)
@@ -97,6 +98,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	case "partner":
 		err = cmdPartner(ctx, rest, stdout, stderr)
+	case "resume":
+		err = cmdResume(ctx, rest, stdout, stderr)
 	case "check":
 		err = cmdCheck(rest, stdout, stderr)
 	case "init":

@@ -179,6 +179,7 @@ func wire(cfg *config.Config, from string, env config.Env, metricsAddr string) (
 		page := statuspage.New(statuspage.Config{
 			Snapshot:  statusSnapshot(a.links, states, ring, from, time.Now()),
 			Thumbnail: thumbnails(a.links),
+			Resume:    a.sup.Resume,
 		})
 		if a.server, err = metrics.ListenWith(metricsAddr, reg, a.sup.Health, page, env.Logger); err != nil {
 			a.close()
