@@ -24,8 +24,12 @@
 // least-squares inverse of its numerical Jacobian (kinematics.go).
 //
 // Faults are injected through methods safe from any goroutine: MotionError,
-// EStop, PStop1, ResetPowerSupply, DropClient, SetReplyDelay and BufferFull.
-// Joints and Status inspect the robot.
+// EStop, PStop1, ResetPowerSupply, DropClient, SetReplyDelay and BufferFull,
+// or through Control, which takes them as words typed on a console ("estop
+// release", "delay 500ms"). Joints, Status and StateLine inspect the robot.
+// A client that connects while a safety stop is pressed or awaits its reset
+// is told so after the banner ([3070][1] or [3070][2]), so that it does not
+// mistake the stopped robot for one merely deactivated.
 //
 // Where the protocol notes leave a choice open, this simulator decides:
 // replies to a "-" request carry no prefix unless Config.PrefixReplies is
@@ -119,6 +123,11 @@ type Status struct {
 	// EStop and PStop1 are true from the press until ResetPowerSupply
 	// (stop states 1 and 2 of §8).
 	EStop, PStop1 bool
+	// EStopState and PStop1State are the stop states of §8: 0 off, 1
+	// pressed, 2 released and awaiting the reset at the power supply.
+	EStopState, PStop1State int
+	// Moving is true while the joints are commanded to move.
+	Moving bool
 	// Connected is true while a control client is connected.
 	Connected bool
 	// Monitoring is true while the control client gets the monitoring
@@ -135,6 +144,10 @@ type Status struct {
 	BufferFull int
 	// Queued is the number of commands waiting in the motion queue.
 	Queued int
+	// ReplyDelay is the delay of every message (SetReplyDelay), and
+	// BufferFullPending the refusals BufferFull has still to make.
+	ReplyDelay        time.Duration
+	BufferFullPending int
 }
 
 // Robot is a simulated Meca500 R3. Create it with New and serve it with
@@ -266,17 +279,22 @@ func (r *Robot) Status() Status {
 	f := s.flags()
 	return Status{
 		Activated: f[0] == 1, Homed: f[1] == 1, Error: f[3] == 1, Paused: f[4] == 1, EOB: f[5] == 1, EOM: f[6] == 1,
-		ErrorCode:        s.errorCode,
-		Homing:           s.homing,
-		EStop:            s.estop != stopInactive,
-		PStop1:           s.pstop1 != stopInactive,
-		Connected:        r.ctrl != nil,
-		Monitoring:       r.ctrl != nil && r.ctrl.monitoring,
-		Watchdog:         s.wdTimeout > 0,
-		WatchdogExpiries: s.watchdogExpiries,
-		MotionCommands:   s.motionCommands,
-		BufferFull:       s.bufferFullRefused,
-		Queued:           len(s.queue),
+		ErrorCode:         s.errorCode,
+		Homing:            s.homing,
+		EStop:             s.estop != stopInactive,
+		PStop1:            s.pstop1 != stopInactive,
+		EStopState:        s.estop,
+		PStop1State:       s.pstop1,
+		Moving:            s.moving(),
+		ReplyDelay:        s.replyDelay,
+		BufferFullPending: s.bufferFullPending,
+		Connected:         r.ctrl != nil,
+		Monitoring:        r.ctrl != nil && r.ctrl.monitoring,
+		Watchdog:          s.wdTimeout > 0,
+		WatchdogExpiries:  s.watchdogExpiries,
+		MotionCommands:    s.motionCommands,
+		BufferFull:        s.bufferFullRefused,
+		Queued:            len(s.queue),
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -163,6 +164,14 @@ func (r *Robot) accept(ctx context.Context, c net.Conn, control bool, wg *sync.W
 		r.ctrl = s
 		r.log.Info("mecasim: control client connected", "remote", c.RemoteAddr().String())
 		r.send(s, message(false, 3000, r.banner))
+		// The stop that holds the robot, so that the client knows why it
+		// is deactivated.
+		if r.st.estop != stopInactive {
+			r.send(s, message(false, codeEStop, strconv.Itoa(r.st.estop)))
+		}
+		if r.st.pstop1 != stopInactive {
+			r.send(s, message(false, codePStop1, strconv.Itoa(r.st.pstop1)))
+		}
 	} else {
 		// Newer firmware sends the banner on the monitoring port too, then
 		// the state (§4).
