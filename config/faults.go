@@ -71,7 +71,28 @@ func linkProbes(l *bridge.Link, m *simulink.Master) []fault.Probe {
 			Name: "device_down", Title: "the robot's device is not reachable; the bridge keeps trying to reopen it",
 			Advice: "check the cable and the power; the link resumes by itself when the device answers",
 			After:  time.Second,
-			Level:  func() (bool, string) { return l.State() == bridge.Degraded, "" },
+			Level: func() (bool, string) {
+				return l.State() == bridge.Degraded && !l.Latched(), errText(l.DeviceErr())
+			},
+		},
+		{
+			// Not a device to reconnect: a stop only a person ends.
+			Name: "stopped", Title: "the robot is stopped and waits for a person",
+			Advice: fmt.Sprintf("check the robot and what stopped it, then run `bridge resume %s` (or POST /links/%s/resume); the bridge starts nothing by itself", l.Name(), l.Name()),
+			Level:  func() (bool, string) { return l.Latched(), errText(l.DeviceErr()) },
+		},
+		{
+			Name: "motion_not_stopped", Title: "the link is degraded and the robot's motion could not be stopped",
+			Advice: "the robot may still move at its last command: stop it at the robot (its own stop, or stop the simulation)",
+			Level:  func() (bool, string) { err := l.StopErr(); return err != nil, errText(err) },
 		},
 	}
+}
+
+// errText is an error's text, "" for nil.
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
