@@ -3,6 +3,7 @@ package dxlsim
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -201,6 +202,62 @@ func (b *Bus) ForceOverheat(id byte) error {
 	return b.withServo(id, func(s *Servo) { s.overheat() })
 }
 
+// ForceHardwareError raises the hardware errors e on servo id at once (an
+// overload, an electrical shock): Alert in every status and, for the errors
+// in its Shutdown mask (overheating, electrical shock and overload by
+// default), torque off until a reboot or a power cycle.
+func (b *Bus) ForceHardwareError(id byte, e dynamixel.HardwareError) error {
+	return b.withServo(id, func(s *Servo) { s.fail(e) })
+}
+
+// PowerOff cuts the power of the servos ids (every servo without ids): they
+// go limp and silent, and lose their RAM (torque, goals, profile, hardware
+// error) at PowerOn. A limp servo can be moved meanwhile (Servo.SetValue of
+// Present Position), as an arm sags or a person moves it.
+func (b *Bus) PowerOff(ids ...byte) error {
+	return b.power(ids, func(s *Servo, _ int64) { s.powerOff() })
+}
+
+// PowerOn gives the power back to the servos ids (every servo without
+// ids): each boots as at power-up (RAM back to its defaults, torque off,
+// goal = present, hardware error cleared; EEPROM kept) and answers after
+// its BootTime.
+func (b *Bus) PowerOn(ids ...byte) error {
+	return b.power(ids, func(s *Servo, now int64) { s.powerOn(now) })
+}
+
+// PowerCycle is PowerOff then PowerOn: a supply that dropped for a moment.
+func (b *Bus) PowerCycle(ids ...byte) error {
+	if err := b.PowerOff(ids...); err != nil {
+		return err
+	}
+	return b.PowerOn(ids...)
+}
+
+// power runs f on the servos ids, or on every servo, under the bus lock;
+// an unknown ID changes nothing.
+func (b *Bus) power(ids []byte, f func(s *Servo, now int64)) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var pick []*Servo
+	for _, id := range ids {
+		i := slices.IndexFunc(b.servos, func(s *Servo) bool { return s.mem[dynamixel.AddrID] == id })
+		if i < 0 {
+			return fmt.Errorf("%w: ID %d", ErrNoServo, id)
+		}
+		pick = append(pick, b.servos[i])
+	}
+	if ids == nil {
+		pick = b.servos
+	}
+	now := b.clock.Now()
+	for _, s := range pick {
+		s.advance(now)
+		f(s, now)
+	}
+	return nil
+}
+
 // CorruptNext spoils the CRC of the next n status packets.
 func (b *Bus) CorruptNext(n int) {
 	b.mu.Lock()
@@ -285,7 +342,10 @@ func (b *Bus) handle(p dynamixel.Packet, out *outQueue) {
 		b.each(p, out, now, func(s *Servo) byte { return s.action(now) })
 	case dynamixel.InstReboot:
 		b.each(p, out, now, func(*Servo) byte { return 0 })
-		b.after(p.ID, now, func(s *Servo) { s.boot(now) })
+		b.after(p.ID, now, func(s *Servo) {
+			s.rx.Reboots++
+			s.boot(now)
+		})
 	case dynamixel.InstClear:
 		b.each(p, out, now, func(s *Servo) byte { return s.clear(p.Params) })
 	case dynamixel.InstFactoryReset:

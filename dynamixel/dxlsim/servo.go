@@ -162,9 +162,32 @@ type Servo struct {
 	bootUntil           int64
 
 	missing, stalled bool
-	// releases counts the times torque went from on to off, by a write or
-	// a shutdown: what a test watches to prove a robot was never let go.
+	// off is a servo without power: deaf, silent and limp until PowerOn.
+	off bool
+	// releases counts the times torque went from on to off, by a write, a
+	// shutdown or a power loss: what a test watches to prove a robot was
+	// never let go.
 	releases uint64
+	// rx is what the servo received that a safety test watches.
+	rx Received
+}
+
+// Received is what a servo received on the wire that a safety test
+// watches: the device's side of a rule such as "nothing re-enables a servo
+// in hardware error" or "no goal jumps".
+type Received struct {
+	// Reboots counts the Reboot instructions the servo executed.
+	Reboots uint64
+	// TorqueOnWrites counts the writes of Torque Enable = 1 it heard,
+	// refused ones included (a servo in shutdown answers Result Fail).
+	TorqueOnWrites uint64
+	// GoalWrites counts the writes that changed Goal Position.
+	GoalWrites uint64
+	// MaxGoalStep is the largest change of Goal Position that one write
+	// made while torque was on (pulses): how far a single command moved
+	// the servo's target. Torque coming on holds the present position and
+	// counts nothing.
+	MaxGoalStep int64
 }
 
 // NewServo returns a servo at power-up: factory defaults, except ID, Baud
@@ -233,6 +256,21 @@ func (s *Servo) Releases() uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.releases
+}
+
+// Received returns what the servo received that a safety test watches.
+func (s *Servo) Received() Received {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rx
+}
+
+// ResetMaxGoalStep forgets the largest goal step seen so far, so that a
+// test can watch one phase (a rejoin after a power cycle) on its own.
+func (s *Servo) ResetMaxGoalStep() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rx.MaxGoalStep = 0
 }
 
 // Value returns an item's raw value, sign-extended, after advancing the
@@ -344,8 +382,32 @@ func (s *Servo) rdt() time.Duration {
 	return time.Duration(s.mem[dynamixel.AddrReturnDelayTime]) * 2 * time.Microsecond
 }
 
-// hears reports whether the servo is on the bus and booted.
-func (s *Servo) hears(now int64) bool { return !s.missing && now >= s.bootUntil }
+// hears reports whether the servo is on the bus, powered and booted.
+func (s *Servo) hears(now int64) bool { return !s.missing && !s.off && now >= s.bootUntil }
+
+// powerOff cuts the servo's power: torque goes (a release), the servo
+// hears nothing until powerOn.
+func (s *Servo) powerOff() {
+	if s.off {
+		return
+	}
+	s.off = true
+	if s.mem[dynamixel.AddrTorqueEnable] != 0 {
+		s.mem[dynamixel.AddrTorqueEnable] = 0
+		s.releases++
+	}
+	s.vel, s.cur = 0, 0
+}
+
+// powerOn gives the power back: the servo boots as at power-up (RAM
+// defaults, hardware error cleared, goal = present, torque off).
+func (s *Servo) powerOn(now int64) {
+	if !s.off {
+		return
+	}
+	s.off = false
+	s.boot(now)
+}
 
 // answers applies Status Return Level (docs/dynamixel.md §4): 2 answers
 // everything, 1 only PING and reads, 0 only PING.
@@ -384,6 +446,9 @@ func (s *Servo) read(addr, n int, dst []byte) byte {
 
 // write applies a Write: stage, check, commit. On an error nothing changes.
 func (s *Servo) write(addr int, data []byte, now int64) byte {
+	if te := int(dynamixel.AddrTorqueEnable); addr <= te && te < addr+len(data) && data[te-addr] == 1 {
+		s.rx.TorqueOnWrites++
+	}
 	if code := s.stage(addr, data); code != 0 {
 		return code
 	}
@@ -537,6 +602,12 @@ func (s *Servo) commit(now int64) {
 				s.vel, s.cur = 0, 0
 			}
 		case dynamixel.AddrGoalPosition:
+			if from, to := int64(int32(binary.LittleEndian.Uint32(old[dynamixel.AddrGoalPosition:]))), int64(s.i32(dynamixel.AddrGoalPosition)); from != to {
+				s.rx.GoalWrites++
+				if old[dynamixel.AddrTorqueEnable] == 1 {
+					s.rx.MaxGoalStep = max(s.rx.MaxGoalStep, to-from, from-to)
+				}
+			}
 			if s.mem[dynamixel.AddrDriveMode]&driveTorqueOnGoal != 0 && s.mem[dynamixel.AddrTorqueEnable] == 0 &&
 				s.mem[dynamixel.AddrHardwareErrorStatus]&s.mem[dynamixel.AddrShutdown] == 0 {
 				s.mem[dynamixel.AddrTorqueEnable] = 1
@@ -645,8 +716,12 @@ func (s *Servo) factoryReset(option byte, now int64) {
 }
 
 // overheat raises the overheating error as the temperature sensor would.
-func (s *Servo) overheat() {
-	s.mem[dynamixel.AddrHardwareErrorStatus] |= byte(dynamixel.HWOverheating)
+func (s *Servo) overheat() { s.fail(dynamixel.HWOverheating) }
+
+// fail raises hardware errors e, and shuts the servo down if the Shutdown
+// mask says so.
+func (s *Servo) fail(e dynamixel.HardwareError) {
+	s.mem[dynamixel.AddrHardwareErrorStatus] |= byte(e)
 	s.shutdown()
 }
 
