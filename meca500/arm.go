@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labbridge/bridge/plant"
@@ -77,6 +78,14 @@ type Config struct {
 	// A step the policy forbids leaves the robot as it is and the link
 	// degraded, with a message saying what to do.
 	ResetErrors, Activate, Home, Resume bool
+	// RestartAfterStop lets a latched stop end without a person: once an
+	// emergency or protective stop is reset, or a robot error found, the
+	// arm restarts by itself as the policies above allow. Off by default
+	// (docs/meca500.md §15): a reset must not start motion.
+	RestartAfterStop bool
+	// Link is the link's name, for the resume command that messages name
+	// ("meca500").
+	Link string
 
 	// VelTimeout is SetVelTimeout: the robot stops by itself this long
 	// after the last velocity command (0.001–1 s).
@@ -127,6 +136,9 @@ func (c *Config) defaults() {
 	}
 	if c.Observer == nil {
 		c.Observer = nopObserver{}
+	}
+	if c.Link == "" {
+		c.Link = "LINK"
 	}
 	if c.Dial == nil {
 		var d net.Dialer
@@ -272,6 +284,23 @@ type Arm struct {
 	st    state
 	poke  chan struct{} // the reader's "something changed", for the start-up
 	onMsg func([]byte)
+	// Under mu: the arm has been started (a stop from now on latches),
+	// what latched it, a person's resume waiting for the next Reopen, the
+	// last Reopen's error (for Health), the last buffer-full refusal.
+	started     bool
+	latch       latchState
+	resumeArmed bool
+	reopenErr   error
+	lastFull    time.Time
+
+	// What Age reads on the loop thread while Reopen may run: the reader
+	// and the supervisor's goroutine publish them (publishLocked).
+	epoch    time.Time
+	sampleNs atomic.Int64  // the newest cycle's arrival, since epoch; 0: none
+	flagBits atomic.Uint32 // the 2007 flags, bit i = flags()[i]
+	up       atomic.Bool
+	errField atomic.Int64
+	fulls    atomic.Uint64 // motion commands refused with 1000
 
 	wmu    sync.Mutex // one writer at a time, and conn
 	conn   net.Conn
@@ -286,6 +315,7 @@ type Arm struct {
 	q              [Joints]float64
 	haveQ          bool
 	streaming      bool
+	wdArmed        bool // a Command armed the watchdog on this connection
 }
 
 // New checks cfg and returns an Arm, not connected: the supervisor's first
@@ -303,6 +333,7 @@ func New(cfg Config) (*Arm, error) {
 		poke:   make(chan struct{}, 1),
 		framer: NewFramer(4096),
 		wbuf:   make([]byte, 0, 512),
+		epoch:  time.Now(),
 	}
 	for i, v := range JointSpeeds() {
 		a.speeds[i] = v * cfg.SpeedFraction
@@ -377,6 +408,12 @@ func (a *Arm) Measure(dst []float64) error {
 		a.mu.Unlock()
 		return err
 	}
+	if a.latch.kind != latchNone {
+		// A stop only a person ends: the link goes degraded.
+		err := a.latchedErrLocked("", nil)
+		a.mu.Unlock()
+		return err
+	}
 	if st.haveSamp && now.Sub(st.sampleAt) > a.cfg.Silence {
 		a.mu.Unlock()
 		return fmt.Errorf("%w for %v: the robot or the network stalled", ErrSilent, a.cfg.Silence)
@@ -404,7 +441,7 @@ func (a *Arm) Measure(dst []float64) error {
 		dst[n] = b2f(f)
 		n++
 	}
-	dst[n] = float64(st.lastError)
+	dst[n] = float64(a.errCodeLocked())
 	dst[n+1] = math.NaN()
 	if st.haveSamp {
 		dst[n+1] = now.Sub(st.sampleAt).Seconds()
@@ -435,7 +472,7 @@ func (a *Arm) Latch(dst []float64) {
 		dst[n] = b2f(f)
 		n++
 	}
-	dst[n] = float64(st.lastError)
+	dst[n] = float64(a.errCodeLocked())
 	if st.haveSamp {
 		dst[n+1] = now.Sub(st.sampleAt).Seconds()
 	}
@@ -484,6 +521,7 @@ func (a *Arm) Command(u []float64) error {
 	}
 	a.streaming = true
 	if a.cfg.Watchdog > 0 {
+		a.wdArmed = true
 		a.obs.WatchdogRefreshed()
 	}
 	return nil
@@ -491,26 +529,37 @@ func (a *Arm) Command(u []float64) error {
 
 // Idle implements the plant's dead-man contract: the tick brings no fresh
 // command (the partner timed out or lost sync, or the handshake is not
-// done). The first idle tick after streaming sends zero velocity; none
-// refreshes the watchdog, so the robot stops by itself and, if the bridge
-// hung, the watchdog drops the connection (docs/meca500.md §13).
+// done). The first idle tick after streaming sends zero velocity, so the
+// robot stops at once (its velocity timeout would stop it anyway). Every
+// idle tick still refreshes the connection watchdog once a command armed
+// it: the watchdog guards against the bridge hanging, and a loop that calls
+// Idle is alive, so a silent partner stops the arm without dropping its
+// connection. A hung bridge calls nothing, and the watchdog drops the
+// connection (docs/meca500.md §13).
 func (a *Arm) Idle() error {
 	if err := a.ready(); err != nil {
 		return err
 	}
-	if !a.streaming {
+	if !a.streaming && !a.wdArmed {
 		return nil
 	}
-	a.streaming = false
-	return a.stop()
-}
-
-// stop sends zero velocity.
-func (a *Arm) stop() error {
-	var zero [Joints]float64
-	b, _ := AppendCommand(a.wbuf[:0], a.move, zero[:]...)
+	b := a.wbuf[:0]
+	if a.streaming {
+		var zero [Joints]float64
+		b, _ = AppendCommand(b, a.move, zero[:]...)
+		a.streaming = false
+	}
+	if a.wdArmed {
+		b, _ = AppendCommand(b, a.watchdog, a.cfg.Watchdog.Seconds())
+	}
 	a.wbuf = b
-	return a.write(b)
+	if err := a.write(b); err != nil {
+		return err
+	}
+	if a.wdArmed {
+		a.obs.WatchdogRefreshed()
+	}
+	return nil
 }
 
 // ready is nil when the robot can take motion commands: connected,
@@ -560,8 +609,13 @@ func (a *Arm) Halt(p plant.HaltPolicy) error {
 	if p == plant.HaltTorqueOff {
 		b, _ = AppendCommand(b, "PauseMotion")
 		b, _ = AppendCommand(b, "DeactivateRobot")
+		// The bridge deactivates it: no stop to latch, and the next
+		// serve starts it as at the bridge's start.
+		a.mu.Lock()
+		a.started = false
+		a.mu.Unlock()
 	}
-	a.streaming = false
+	a.streaming, a.wdArmed = false, false
 	if err := a.writeTimeout(b, a.cfg.ReplyTimeout); err != nil {
 		return err
 	}

@@ -21,26 +21,57 @@ func (a *Arm) Open(ctx context.Context) error { return a.Reopen(ctx) }
 // disturbed. A robot that does not answer is absent (plant.ErrAbsent); a
 // busy one, one in error that may not be reset, or one under a safety stop
 // fails with a message saying what to do, and the supervisor retries.
+//
+// Once the arm has been started, a stop that only a person may end latches
+// it (stop.go, docs/meca500.md §15): Reopen then reads the robot's status
+// and starts nothing, failing with a *StoppedError (plant.ErrStopLatched),
+// until Resume, or restart_after_stop once no stop holds.
 func (a *Arm) Reopen(ctx context.Context) error {
+	err := a.reopen(ctx)
 	a.mu.Lock()
-	up, fine := a.st.connected, a.st.readyErr() == nil && a.st.haveSamp
+	a.reopenErr = err
 	a.mu.Unlock()
-	if fine {
+	return err
+}
+
+func (a *Arm) reopen(ctx context.Context) error {
+	a.mu.Lock()
+	latched := a.latch.kind != latchNone
+	armed := a.resumeArmed
+	a.resumeArmed = false // one Reopen per resume, whatever it finds
+	fine := a.st.connected && a.st.readyErr() == nil && a.st.haveSamp
+	a.mu.Unlock()
+	switch {
+	case latched:
+		return a.reopenLatched(ctx, armed)
+	case fine:
 		return nil
 	}
+	return a.start(ctx, a.cfg.ResetErrors)
+}
+
+// start connects if need be and brings the robot to streaming; resetOK
+// allows resetting a robot error.
+func (a *Arm) start(ctx context.Context, resetOK bool) error {
+	a.mu.Lock()
+	up := a.st.connected
+	a.mu.Unlock()
 	if !up {
 		a.Close()
 		if err := a.connect(ctx); err != nil {
 			return err
 		}
 	}
-	if err := a.startup(ctx); err != nil {
+	if err := a.startup(ctx, resetOK); err != nil {
 		if errors.Is(err, ErrDisconnected) || errors.Is(err, ErrNoReply) {
 			a.Close() // start again from a fresh connection next time
 		}
 		return err
 	}
-	a.streaming = false
+	a.streaming, a.wdArmed = false, false
+	a.mu.Lock()
+	a.started = true
+	a.mu.Unlock()
 	a.obs.Connected()
 	return nil
 }
@@ -53,7 +84,11 @@ func (a *Arm) connect(ctx context.Context) error {
 		return err
 	}
 	a.mu.Lock()
-	a.st = state{connected: true}
+	// The robot's last error outlives the connection: a robot found in
+	// error does not say its code again.
+	prev := &a.st
+	a.st = state{connected: true, lastError: prev.lastError, errText: prev.errText, errLen: prev.errLen, status: prev.status}
+	a.publishLocked()
 	a.mu.Unlock()
 	a.framer.Reset()
 	done := make(chan struct{})
@@ -119,7 +154,7 @@ func (a *Arm) dial(ctx context.Context) (net.Conn, error) {
 			if errors.Is(last, syscall.ECONNREFUSED) {
 				hint = "the address answers but nothing listens on the control port: is it a Meca500, is it booted?"
 			}
-			return nil, fmt.Errorf("meca500: no robot at %s (%v): %s: %w", a.addr, last, hint, plant.ErrAbsent)
+			return nil, fmt.Errorf("meca500: the robot at %s is unreachable (%v): %s: %w", a.addr, last, hint, plant.ErrAbsent)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -144,8 +179,9 @@ func (a *Arm) read(conn net.Conn, done chan struct{}) {
 			a.mu.Lock()
 			if a.st.connected {
 				a.st.connected = false
-				a.st.lost = fmt.Errorf("%w (%s): the bridge reconnects", ErrDisconnected, cause)
+				a.st.lost = fmt.Errorf("%w: the robot at %s is unreachable (%s): the bridge reconnects", ErrDisconnected, a.addr, cause)
 			}
+			a.publishLocked()
 			a.mu.Unlock()
 			a.signal()
 			return
@@ -185,6 +221,7 @@ func (a *Arm) handle(frame []byte) {
 	case c == 2230:
 		st.sample = st.pend
 		st.sampleAt = time.Now()
+		a.sampleNs.Store(int64(st.sampleAt.Sub(a.epoch)))
 		first := !st.haveSamp
 		st.haveSamp = true
 		st.samples++
@@ -202,8 +239,9 @@ func (a *Arm) handle(frame []byte) {
 		changed := !st.statusOK || s != st.status
 		st.status, st.statusOK = s, true
 		if changed {
-			a.mu.Unlock()
+			latched := a.after()
 			a.obs.State(s)
+			a.logLatch(latched)
 			a.signal()
 			return
 		}
@@ -214,8 +252,17 @@ func (a *Arm) handle(frame []byte) {
 	case c == 3001 || c == 3002 || c == 3053:
 		st.refusal = c
 	case c == 1000:
+		// A burst of refusals is one line: its first.
+		now := time.Now()
+		first := now.Sub(a.lastFull) > time.Second
+		a.lastFull = now
+		a.fulls.Add(1)
 		a.mu.Unlock()
 		a.obs.BufferFull()
+		if first {
+			a.log.Warn("the robot refused a motion command: its motion queue is full (code 1000); the arm stops until it takes commands again",
+				"refused", a.fulls.Load())
+		}
 		return
 	case c > 1000 && c < 2000, c == 3005, c == 3006, c == 3029, c == 3041, c == 3049:
 		st.errors++
@@ -225,9 +272,10 @@ func (a *Arm) handle(frame []byte) {
 			st.lastError = c
 			st.errLen = copy(st.errText[:], m.Payload)
 		}
-		a.mu.Unlock()
+		latched := a.after()
 		a.obs.Error(c)
 		a.log.Warn("the robot reports an error", "code", c, "text", string(m.Payload))
+		a.logLatch(latched)
 		a.signal()
 		return
 	case safetySlot(c) >= 0:
@@ -239,15 +287,35 @@ func (a *Arm) handle(frame []byte) {
 				v = 0
 			}
 			st.safety[safetySlot(c)] = v
-			a.mu.Unlock()
+			latched := a.after()
 			a.obs.SafetyStop(c, int(vals[0]))
 			a.log.Warn("safety stop", "code", c, "name", safetyName(c), "state", int(vals[0]))
+			a.logLatch(latched)
 			a.signal()
 			return
 		}
 	}
 	a.mu.Unlock()
 	a.signal()
+}
+
+// after is the end of a state change under a.mu: it latches a stop if it
+// must, publishes what Age reads, and unlocks. It returns the latched
+// stop's message when it latched now.
+func (a *Arm) after() string {
+	msg := ""
+	if a.latchCheckLocked() {
+		msg = a.latchedErrLocked("", nil).Msg
+	}
+	a.publishLocked()
+	a.mu.Unlock()
+	return msg
+}
+
+func (a *Arm) logLatch(msg string) {
+	if msg != "" {
+		a.log.Warn("the robot stopped; the link waits for a person", "err", msg)
+	}
 }
 
 func map4(c *cycle, code int) *[Joints]float64 {
@@ -336,13 +404,17 @@ func (a *Arm) send(name string, args ...float64) error {
 // startup brings a connected robot to streaming, driven by its 2007 status
 // only (docs/meca500.md §5.2, §13). Each step runs only if the status asks
 // for it, so a robot already streaming is left as it is.
-func (a *Arm) startup(ctx context.Context) error {
+func (a *Arm) startup(ctx context.Context, resetOK bool) error {
 	// Monitoring on the control port: one connection carries everything
 	// (§10). 2096 comes with a 2007 snapshot.
 	if _, err := a.request(ctx, a.silent+"SetCtrlPortMonitoring", []float64{1}, 2096); err != nil {
 		return err
 	}
 	if _, err := a.request(ctx, a.silent+"GetStatusRobot", nil, 2007); err != nil {
+		return err
+	}
+	if latched, err := a.Latched(); latched {
+		// Started before, and found stopped on this connection.
 		return err
 	}
 	st := a.snapshot()
@@ -356,7 +428,7 @@ func (a *Arm) startup(ctx context.Context) error {
 		}
 	}
 	if st.status.Error {
-		if !a.cfg.ResetErrors {
+		if !resetOK {
 			return fmt.Errorf("%w: %w; reset_errors = false, so the bridge leaves it: reset it at the robot, or set reset_errors = true",
 				ErrPolicy, &RobotError{Code: st.lastError, Text: string(st.errText[:st.errLen])})
 		}

@@ -196,8 +196,16 @@ type RobotError struct {
 	Text string
 }
 
-func (e *RobotError) Error() string {
-	msg := fmt.Sprintf("meca500: the robot reports error %d", e.Code)
+func (e *RobotError) Error() string { return "meca500: " + e.describe() }
+
+// describe is the error without the package's prefix.
+func (e *RobotError) describe() string {
+	if e.Code == 0 {
+		// In error before the bridge connected: the code went to the
+		// client of then.
+		return "the robot is in error (its code was reported before the bridge connected)"
+	}
+	msg := fmt.Sprintf("the robot reports error %d", e.Code)
 	if e.Text != "" {
 		msg += " (" + e.Text + ")"
 	}

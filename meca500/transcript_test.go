@@ -259,13 +259,17 @@ func TestStartupTranscripts(t *testing.T) {
 }
 
 // Streaming: a fresh command goes out with the watchdog refresh in one
-// write; the first idle tick sends zero velocity and refreshes nothing;
-// the next idle ticks send nothing; the measurement is the newest cycle.
+// write; the first idle tick sends zero velocity, and every idle tick
+// refreshes the watchdog (the loop is alive: a silent partner must not drop
+// the connection); the measurement is the newest cycle.
 func TestStreamingTranscript(t *testing.T) {
 	steps := join(connected("1,1,0,0,0,0,0"), streaming(), []step{
 		want("MoveJointsVel(1.5,-2,0,0,0,125)"),
 		want("-ConnectionWatchdog(0.25)"),
 		want("MoveJointsVel(0,0,0,0,0,0)"),
+		want("-ConnectionWatchdog(0.25)"),
+		want("-ConnectionWatchdog(0.25)"),
+		want("-ConnectionWatchdog(0.25)"),
 		want("MoveJointsVel(0,0,0,0,0,37.5)"),
 		want("-ConnectionWatchdog(0.25)"),
 	})
@@ -300,12 +304,14 @@ func TestStreamingTranscript(t *testing.T) {
 }
 
 // A safety stop is reported, degrades the link and is never reset: the
-// reopen checks and fails without a reset, activation or motion.
+// reopen keeps the connection, reads the status, turns the watchdog off
+// (nothing streams) and fails without a reset, activation or motion.
 func TestSafetyStopLeftAlone(t *testing.T) {
 	steps := join(connected("1,1,0,0,0,0,0"), streaming(), []step{
 		send("[3070][1]\x00[2007][0,1,0,0,1,0,0]\x00"),
 		want("-SetCtrlPortMonitoring(1)"),
 		send(frames("[2096][1]", "[2007][0,1,0,0,1,0,0]")...),
+		want("-ConnectionWatchdog(0)"),
 		want("-GetStatusRobot"),
 		send("[2007][0,1,0,0,1,0,0]\x00"),
 	})
@@ -321,7 +327,8 @@ func TestSafetyStopLeftAlone(t *testing.T) {
 		t.Fatalf("idle: %v, want the emergency stop", err)
 	}
 	err = arm.Reopen(context.Background())
-	if !errors.As(err, &stop) || errors.Is(err, plant.ErrAbsent) {
+	var stopped *meca500.StoppedError
+	if !errors.Is(err, plant.ErrStopLatched) || !errors.As(err, &stopped) || stopped.Code != 3070 || !stopped.Engaged || errors.Is(err, plant.ErrAbsent) {
 		t.Fatalf("reopen: %v", err)
 	}
 	t.Logf("the user reads: %v", err)
