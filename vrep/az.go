@@ -130,20 +130,22 @@ type Reason uint8
 
 // Reasons of a failed exchange.
 const (
-	ReasonOther    Reason = iota
-	ReasonRefused         // nothing listens: the simulation is not started
-	ReasonTimeout         // no connection or no reply before the deadline
-	ReasonClosed          // the scene closed without a byte of reply
-	ReasonShort           // the scene sent part of a reply, then closed
-	ReasonMagic           // the reply does not start with 'A','Z'
-	ReasonReset           // the scene reset the connection
-	ReasonValue           // the reply carries NaN or ±Inf
-	ReasonRemote          // the remote API answered with an error
-	ReasonProtocol        // the remote API broke its protocol
+	ReasonOther    Reason = iota // none of the others: a bug of the relay, report it
+	ReasonRefused                // nothing listens: the simulation is not started
+	ReasonTimeout                // no connection or no reply before the deadline
+	ReasonClosed                 // the scene closed without a byte of reply
+	ReasonShort                  // the scene sent part of a reply, then closed
+	ReasonMagic                  // the reply does not start with 'A','Z'
+	ReasonReset                  // the scene reset the connection
+	ReasonValue                  // the reply carries NaN or ±Inf
+	ReasonRemote                 // the remote API answered with an error
+	ReasonProtocol               // the remote API broke its protocol
+	ReasonDropped                // a call on a connection dropped after an earlier failure (ZMQ)
+	ReasonStopped                // the simulation was stopped in CoppeliaSim (ZMQ)
 	numReasons
 )
 
-var reasonNames = [numReasons]string{"other", "refused", "timeout", "closed", "short", "magic", "reset", "value", "remote", "protocol"}
+var reasonNames = [numReasons]string{"other", "refused", "timeout", "closed", "short", "magic", "reset", "value", "remote", "protocol", "dropped", "stopped"}
 
 func (r Reason) String() string {
 	if r < numReasons {
@@ -185,6 +187,10 @@ func (e *ExchangeError) Error() string {
 		return fmt.Sprintf("vrep: reply from %s: %s", e.Addr, strings.TrimPrefix(e.Err.Error(), "vrep: "))
 	case ReasonReset:
 		return fmt.Sprintf("vrep: %s reset the connection: is the scene's script running?", e.Addr)
+	case ReasonDropped:
+		return fmt.Sprintf("vrep: the connection to %s was dropped after an earlier failure; reconnecting", e.Addr)
+	case ReasonStopped:
+		return fmt.Sprintf("vrep: the simulation at %s was stopped in CoppeliaSim", e.Addr)
 	}
 	return fmt.Sprintf("vrep: exchange with %s: %s", e.Addr, strings.TrimPrefix(e.Err.Error(), "vrep: "))
 }

@@ -159,6 +159,9 @@ type Config struct {
 	// ClientTimeout is how long CoppeliaSim keeps this client's state,
 	// its stepping included, once the bridge stops calling (5 s).
 	ClientTimeout time.Duration
+	// Name is the link's name, for the messages that tell a person what
+	// to run (`bridge resume NAME`).
+	Name string
 
 	// Limits bound each command element, in command order: what the link
 	// clamps to. Velocities beyond them are clamped here again.
@@ -338,15 +341,20 @@ type sample struct {
 // backend is one way of talking to the scene. Only one goroutine at a time
 // uses it (Scene.bmu).
 type backend interface {
-	// open connects and prepares the scene (ZMQ: handles, stepping).
-	open(ctx context.Context) error
+	// open connects if need be and prepares the scene (ZMQ: handles,
+	// stepping, the simulation started); resume: a person asked to end a
+	// latched stop.
+	open(ctx context.Context, resume bool) error
 	// step is one tick's I/O: set the joints' targets (if set), advance
 	// the simulation one step (if advance and stepping), read s.
 	step(set bool, targets []float64, advance bool, s *sample) error
+	// stopMotion zeroes the velocities and releases the lock step.
+	stopMotion(ctx context.Context) error
 	// halt applies the halt policy.
-	halt(p plant.HaltPolicy, targets []float64) error
-	// restarted is told that the simulation started again (its time went
-	// back): what the scene forgot of this client is set again.
+	halt(ctx context.Context, p plant.HaltPolicy, targets []float64) error
+	// restarted is told that the simulation's time went back: what the
+	// scene forgot of this client is set again, or the error says the
+	// simulation is stopped.
 	restarted() error
 	close() error
 }
@@ -388,6 +396,14 @@ type Scene struct {
 	lastRTT    time.Duration
 	superseded uint64
 	count      uint64
+	// fenced: Halt or StopMotion was the last write; posts are dropped
+	// until a Reopen.
+	fenced  bool
+	dropped uint64 // posts dropped by the fence
+	stopErr error  // the last StopMotion's or Halt's failure to reach the scene
+
+	resume atomic.Bool // a person asked to end a latched stop
+	cnt    counters
 
 	// The backend: the worker, Reopen, Halt and Close take turns.
 	bmu    sync.Mutex
@@ -426,7 +442,7 @@ func New(cfg Config) (*Scene, error) {
 			s.mIdx = append(s.mIdx, 1+j)
 			s.cIdx = append(s.cIdx, j)
 		}
-		s.be = &zmqBackend{cfg: &s.cfg, log: s.log}
+		s.be = &zmqBackend{cfg: &s.cfg, log: s.log, uuid: NewUUID(), cnt: &s.cnt}
 	}
 	s.limits = cfg.Limits
 	if s.limits == nil {
@@ -530,9 +546,15 @@ func (s *Scene) Idle() error {
 }
 
 // post hands targets to the worker; a post the worker has not taken yet
-// is replaced and counted.
+// is replaced and counted. After Halt or StopMotion, until a Reopen, posts
+// are dropped.
 func (s *Scene) post(set bool, targets []float64) {
 	s.mu.Lock()
+	if s.fenced {
+		s.dropped++
+		s.mu.Unlock()
+		return
+	}
 	copy(s.next, targets)
 	s.nextSet = set
 	superseded := s.posted
@@ -559,18 +581,22 @@ func (s *Scene) Serve(ctx context.Context) error {
 			return nil
 		case <-s.wake:
 		}
+		// The post is taken under bmu, so that Halt and StopMotion, which
+		// fence the mailbox and then take bmu, are the last write: a post
+		// made before them is either sent before they start or never.
+		s.bmu.Lock()
 		s.mu.Lock()
-		if !s.posted || s.fail != nil {
+		if !s.posted || s.fail != nil || s.fenced {
 			// After a failure only Reopen talks to the scene.
 			s.posted = false
 			s.mu.Unlock()
+			s.bmu.Unlock()
 			continue
 		}
 		set := s.nextSet
 		copy(s.wt, s.next)
 		s.posted = false
 		s.mu.Unlock()
-		s.bmu.Lock()
 		s.exchange(set, s.wt, true)
 		s.bmu.Unlock()
 	}
@@ -584,6 +610,18 @@ func (s *Scene) exchange(set bool, targets []float64, advance bool) error {
 	t0 := time.Now()
 	err := s.be.step(set, targets, advance, &s.work)
 	rtt := time.Since(t0)
+	back := false
+	var from float64
+	if err == nil {
+		// Across a reopen too: a scene stopped and started again while
+		// the link was degraded is a restart.
+		s.mu.Lock()
+		back, from = s.seen && s.work.time < s.smp.time, s.smp.time
+		s.mu.Unlock()
+		if back {
+			err = s.be.restarted()
+		}
+	}
 	if err != nil {
 		var e *ExchangeError
 		reason := ReasonOther
@@ -593,7 +631,7 @@ func (s *Scene) exchange(set bool, targets []float64, advance bool) error {
 		s.obs.Failed(reason)
 		s.mu.Lock()
 		s.failures++
-		if s.failures >= s.cfg.MaxFailures || !s.have {
+		if s.failures >= s.cfg.MaxFailures || !s.have || reason == ReasonStopped {
 			s.fail = err
 		}
 		s.mu.Unlock()
@@ -601,10 +639,6 @@ func (s *Scene) exchange(set bool, targets []float64, advance bool) error {
 	}
 	s.obs.Exchanged(rtt, s.work.time)
 	s.mu.Lock()
-	// Across a reopen too: a scene stopped and started again while the
-	// link was degraded is a restart.
-	back := s.seen && s.work.time < s.smp.time
-	from := s.smp.time
 	s.smp.time = s.work.time
 	copy(s.smp.q, s.work.q)
 	s.have, s.seen, s.failures, s.lastRTT = true, true, 0, rtt
@@ -617,9 +651,6 @@ func (s *Scene) exchange(set bool, targets []float64, advance bool) error {
 		s.obs.Restarted()
 		s.log.Warn("the scene's simulation time went backwards: the simulation was restarted; the wheel angles start again too",
 			"from_s", from, "to_s", s.work.time)
-		if err := s.be.restarted(); err != nil {
-			s.log.Warn("the scene after its restart", "err", err)
-		}
 	}
 	return nil
 }
@@ -646,12 +677,21 @@ func (s *Scene) Exchange(u []float64) error {
 // Reopen.
 func (s *Scene) Open(ctx context.Context) error { return s.reopen(ctx, false) }
 
-// Reopen implements plant.Reopener: it connects again and exchanges once
-// (velocities held within VelTimeout of the last command, else zero; ZMQ
-// reads without stepping). A scene that refuses the connection is absent
+// Reopen implements plant.Reopener: it connects again if the connection
+// broke (ZMQ: as the same client) and exchanges once (velocities held
+// within VelTimeout of the last command, else zero; ZMQ reads without
+// stepping). A scene that refuses the connection is absent
 // (plant.ErrAbsent): the supervisor polls it, so a simulation started
-// again is noticed at once.
+// again is noticed at once. A ZMQ simulation that a person stopped after
+// the bridge saw it run is a latched stop (a *StoppedError, wrapping
+// plant.ErrStopLatched): Reopen starts nothing until the person presses
+// Play, or asks to resume (Resume) with start = true.
 func (s *Scene) Reopen(ctx context.Context) error { return s.reopen(ctx, true) }
+
+// Resume implements plant.Resumer: a person asks to end a latched stop. The
+// next Reopen consumes the request; with start = true it starts the
+// simulation that was stopped.
+func (s *Scene) Resume() { s.resume.Store(true) }
 
 func (s *Scene) reopen(ctx context.Context, again bool) error {
 	s.bmu.Lock()
@@ -659,18 +699,24 @@ func (s *Scene) reopen(ctx context.Context, again bool) error {
 		s.bmu.Unlock()
 		return ErrClosed
 	}
-	s.be.close()
-	err := s.be.open(ctx)
+	err := s.be.open(ctx, s.resume.Swap(false))
 	if err == nil {
 		s.mu.Lock()
 		s.fail, s.have, s.failures, s.posted = nil, false, 0, false
 		copy(s.rt, s.next)
-		set := s.nextSet
+		set, fenced := s.nextSet, s.fenced
 		s.mu.Unlock()
-		if s.cfg.Mode == Velocity && s.cfg.Now().UnixNano()-s.lastFresh.Load() > int64(s.cfg.VelTimeout) {
+		// Velocities that were stopped stay stopped until a fresh
+		// command; others are held within VelTimeout of the last one.
+		if s.cfg.Mode == Velocity && (fenced || s.cfg.Now().UnixNano()-s.lastFresh.Load() > int64(s.cfg.VelTimeout)) {
 			clear(s.rt)
 		}
 		err = s.exchange(set || s.cfg.Protocol == AZ, s.rt, false)
+		if err == nil {
+			s.mu.Lock()
+			s.fenced, s.stopErr = false, nil
+			s.mu.Unlock()
+		}
 	}
 	s.bmu.Unlock()
 	if err != nil {
@@ -689,10 +735,34 @@ func (s *Scene) reopen(ctx context.Context, again bool) error {
 	return nil
 }
 
+// ErrHalted: the scene was halted (or its motion stopped) and nothing is
+// sent to it before a Reopen.
+var ErrHalted = errors.New("vrep: the scene was halted; it is reopened before any command reaches it")
+
+// fence makes the next write the last: posts not taken by the worker are
+// dropped, and so are later ones, until a Reopen. The caller then takes
+// bmu, which waits for an exchange under way.
+func (s *Scene) fence() {
+	s.mu.Lock()
+	s.fenced, s.posted = true, false
+	if s.fail == nil {
+		s.fail = ErrHalted
+	}
+	s.mu.Unlock()
+}
+
+// stopTimeout bounds a Halt: a reconnection and a few tries of each call.
+func (s *Scene) stopTimeout() time.Duration {
+	return time.Duration(2*haltTries+2) * s.cfg.Timeout
+}
+
 // Halt implements plant.Plant: velocities are set to zero (the robot stops
 // where it is), a lock-stepped simulation is let run on, and HaltTorqueOff
-// also stops a ZMQ simulation.
+// also stops a ZMQ simulation. The halt is the last write: a command
+// posted before it never reaches the scene after it, and none after it
+// does until a Reopen.
 func (s *Scene) Halt(p plant.HaltPolicy) error {
+	s.fence()
 	s.bmu.Lock()
 	defer s.bmu.Unlock()
 	if s.closed {
@@ -704,7 +774,43 @@ func (s *Scene) Halt(p plant.HaltPolicy) error {
 	if s.cfg.Mode == Velocity {
 		clear(s.rt)
 	}
-	return s.be.halt(p, s.rt)
+	ctx, cancel := context.WithTimeout(context.Background(), s.stopTimeout())
+	defer cancel()
+	err := s.be.halt(ctx, p, s.rt)
+	s.stopDone(err)
+	return err
+}
+
+// StopMotion implements plant.Stopper: for a link gone degraded, the
+// joints' velocities are set to zero (velocity mode) and the lock step is
+// released, on the live connection or a new one as the same client; AZ
+// makes one exchange with zero speeds. Nothing else is sent before a
+// Reopen, which puts the simulation in lock step again. An error
+// (*UnreachableError) says what may still move.
+func (s *Scene) StopMotion(ctx context.Context) error {
+	s.fence()
+	s.bmu.Lock()
+	defer s.bmu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.stopTimeout())
+		defer cancel()
+	}
+	err := s.be.stopMotion(ctx)
+	s.stopDone(err)
+	return err
+}
+
+func (s *Scene) stopDone(err error) {
+	s.mu.Lock()
+	s.stopErr = err
+	s.mu.Unlock()
+	if err != nil {
+		s.log.Warn("could not stop the scene's motion", "err", err)
+	}
 }
 
 // Close releases the connection; the scene cannot be used afterwards.
@@ -726,6 +832,24 @@ type Stats struct {
 	Restarts   uint64
 	Superseded uint64 // ticks whose targets the worker had no time to send
 	Failures   int    // in a row
+	// OutOfStep counts the steps after which the simulation had run on
+	// more than the one step asked, though stepping is configured: it ran
+	// free of the link (restarted, or this client forgotten), and was put
+	// in lock step again (ZMQ).
+	OutOfStep uint64
+	// LateReplies counts replies that came after their call had timed
+	// out, read and dropped by the next call (ZMQ).
+	LateReplies uint64
+	// Dropped counts commands dropped because the scene was halted or its
+	// motion stopped (the link was stopping or degraded).
+	Dropped uint64
+	// StopErr is what the last StopMotion or Halt could not reach (a
+	// *UnreachableError), nil when it reached the scene or after a
+	// Reopen.
+	StopErr error
+	// Stopped: a person stopped the simulation in CoppeliaSim and the link
+	// waits for them (a latched stop, ZMQ).
+	Stopped bool
 }
 
 // Stats returns the scene's numbers; safe from any goroutine.
@@ -733,7 +857,8 @@ func (s *Scene) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := Stats{SimTime: math.NaN(), RTT: s.lastRTT, Exchanges: s.count, Restarts: s.restarts, Failures: s.failures,
-		Superseded: s.superseded}
+		Superseded: s.superseded, OutOfStep: s.cnt.outOfStep.Load(), LateReplies: s.cnt.late.Load(), Dropped: s.dropped,
+		StopErr: s.stopErr, Stopped: s.cnt.stopped.Load()}
 	if s.have {
 		st.SimTime = s.smp.time
 	}
@@ -761,9 +886,9 @@ func (s *Scene) Status() string {
 // azBackend is the seed's exchange: one connection per tick.
 type azBackend struct{ c *AZClient }
 
-func (b *azBackend) open(context.Context) error { return nil }
-func (b *azBackend) close() error               { return nil }
-func (b *azBackend) restarted() error           { return nil }
+func (b *azBackend) open(context.Context, bool) error { return nil }
+func (b *azBackend) close() error                     { return nil }
+func (b *azBackend) restarted() error                 { return nil }
 
 func (b *azBackend) step(_ bool, targets []float64, _ bool, s *sample) error {
 	var req Request
@@ -788,14 +913,24 @@ func (b *azBackend) step(_ bool, targets []float64, _ bool, s *sample) error {
 // harmless.
 const haltTries = 3
 
-func (b *azBackend) halt(_ plant.HaltPolicy, targets []float64) error {
-	var s sample
-	s.q = make([]float64, 2)
+// halt sets zero speeds, whatever the policy: the seed's script has no
+// torque to release.
+func (b *azBackend) halt(ctx context.Context, _ plant.HaltPolicy, _ []float64) error {
+	return b.stopMotion(ctx)
+}
+
+// stopMotion makes one exchange with zero speeds (up to haltTries).
+func (b *azBackend) stopMotion(ctx context.Context) error {
+	s := sample{q: make([]float64, 2)}
+	var zero [2]float64
 	var err error
 	for range haltTries {
-		if err = b.step(true, targets, false, &s); err == nil {
+		if err = b.step(true, zero[:], false, &s); err == nil {
 			return nil
 		}
+		if ctx.Err() != nil {
+			break
+		}
 	}
-	return err
+	return &UnreachableError{Addr: b.c.Addr(), Err: err}
 }
