@@ -27,6 +27,8 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -113,6 +115,26 @@ func (f *faults) inject(k Fault, n int) {
 	for range n {
 		f.queue = append(f.queue, k)
 	}
+}
+
+func (f *faults) setDelay(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.delay = d
+}
+
+func (f *faults) setEvery(n int, k Fault) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.every, f.periodic, f.n = n, k, 0
+}
+
+func fmtFloats(v []float64) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = strconv.FormatFloat(x, 'f', 3, 64)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
 }
 
 func (f *faults) currentDelay() time.Duration {
@@ -211,6 +233,9 @@ type AZ struct {
 	faults faults
 	mu     sync.Mutex
 	stats  AZStats
+	// stopped: a person pressed Stop; the scene's script does not run, so
+	// nothing listens (connections are refused) until Play.
+	stopped bool
 }
 
 // AZStats counts what the scene served.
@@ -257,6 +282,42 @@ func (s *AZ) Restart() {
 	s.world.mu.Lock()
 	s.world.reset()
 	s.world.mu.Unlock()
+}
+
+// Stop is a person pressing Stop: the scene goes back to its initial
+// state and its script stops, so connections are refused until Play.
+func (s *AZ) Stop() {
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
+	s.Restart()
+}
+
+// Play is a person pressing Play: the script listens again.
+func (s *AZ) Play() {
+	s.mu.Lock()
+	s.stopped = false
+	s.mu.Unlock()
+}
+
+// SetDelay sets how long a Delay fault holds a reply.
+func (s *AZ) SetDelay(d time.Duration) { s.faults.setDelay(d) }
+
+// Every makes every n-th exchange misbehave as f (n = 0: none).
+func (s *AZ) Every(n int, f Fault) { s.faults.setEvery(n, f) }
+
+// Status is the scene as a person wants it.
+func (s *AZ) Status() string {
+	st := s.Stats()
+	s.mu.Lock()
+	state := "running"
+	if s.stopped {
+		state = "stopped"
+	}
+	s.mu.Unlock()
+	snap := s.world.Snapshot()
+	return fmt.Sprintf("simulation %s, time %.3f s, %d exchange(s); targets %s rad/s, angles %s rad",
+		state, snap.Time, st.Exchanges, fmtFloats(snap.Speeds), fmtFloats(snap.Angles))
 }
 
 // Stats returns the scene's counters.
@@ -326,8 +387,14 @@ func (s *AZ) serve(ctx context.Context, conn net.Conn) {
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	fault := s.faults.next()
-	if fault == Refuse {
+	s.mu.Lock()
+	stopped := s.stopped
+	s.mu.Unlock()
+	fault := None
+	if !stopped {
+		fault = s.faults.next()
+	}
+	if stopped || fault == Refuse {
 		if tc, ok := conn.(*net.TCPConn); ok {
 			tc.SetLinger(0) // a reset, not an orderly close
 		}

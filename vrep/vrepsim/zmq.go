@@ -69,6 +69,7 @@ type ZMQ struct {
 	clients map[string]*client
 	calls   map[string]uint64
 	conns   sync.WaitGroup
+	open    map[net.Conn]struct{} // the connections being served (Drop)
 }
 
 // NewZMQ checks cfg and returns a scene, stopped unless cfg.Running.
@@ -92,7 +93,7 @@ func NewZMQ(cfg ZMQConfig) (*ZMQ, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &ZMQ{cfg: cfg, log: cfg.Logger, world: newWorld(cfg.Joints, cfg.Step, cfg.MaxSpeed),
-		handles: map[string]int64{}, clients: map[string]*client{}, calls: map[string]uint64{}}
+		handles: map[string]int64{}, clients: map[string]*client{}, calls: map[string]uint64{}, open: map[net.Conn]struct{}{}}
 	s.cond = sync.NewCond(&s.mu)
 	s.faults.delay, s.faults.every, s.faults.periodic = cfg.Delay, cfg.Every, cfg.Periodic
 	for i, j := range cfg.Joints {
@@ -131,6 +132,74 @@ func (s *ZMQ) Stepping() int {
 		}
 	}
 	return n
+}
+
+// Clients reports how many clients the scene knows (stepping or not): a
+// client stays known until it sends _*end*_ or its timeout passes.
+func (s *ZMQ) Clients() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.clients)
+}
+
+// Stop is a person pressing Stop: the simulation stops, back to its
+// initial state, and every client's stepping ends.
+func (s *ZMQ) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopLocked()
+}
+
+// Play is a person pressing Play: a stopped or paused simulation runs.
+func (s *ZMQ) Play() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.state = StateRunning
+	s.cond.Broadcast()
+}
+
+// Pause is a person pressing Pause.
+func (s *ZMQ) Pause() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == StateRunning {
+		s.state = StatePaused
+	}
+}
+
+// Drop closes every client connection at once, as a network that fails:
+// the clients stay known (their stepping with them) until their timeout.
+// It returns how many were closed.
+func (s *ZMQ) Drop() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for nc := range s.open {
+		nc.Close()
+	}
+	return len(s.open)
+}
+
+// SetDelay sets how long a Delay fault holds a reply.
+func (s *ZMQ) SetDelay(d time.Duration) { s.faults.setDelay(d) }
+
+// Every makes every n-th call misbehave as f (n = 0: none).
+func (s *ZMQ) Every(n int, f Fault) { s.faults.setEvery(n, f) }
+
+// Status is the scene as a person wants it: state, clients, time, joints.
+func (s *ZMQ) Status() string {
+	s.mu.Lock()
+	state, clients := s.state, len(s.clients)
+	stepping := 0
+	for _, c := range s.clients {
+		if c.stepping > 0 {
+			stepping++
+		}
+	}
+	s.mu.Unlock()
+	snap := s.world.Snapshot()
+	name := map[int]string{StateStopped: "stopped", StatePaused: "paused", StateRunning: "running"}[state]
+	return fmt.Sprintf("simulation %s, time %.3f s (%d steps), %d client(s), %d stepping; targets %s rad/s, angles %s rad",
+		name, snap.Time, snap.Steps, clients, stepping, fmtFloats(snap.Speeds), fmtFloats(snap.Angles))
 }
 
 // Calls returns how many times each function was called.
@@ -255,6 +324,14 @@ func (s *ZMQ) tryStep() {
 // serveConn answers one REQ peer until it leaves or ctx is done.
 func (s *ZMQ) serveConn(ctx context.Context, nc net.Conn) {
 	defer nc.Close()
+	s.mu.Lock()
+	s.open[nc] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.open, nc)
+		s.mu.Unlock()
+	}()
 	stop := context.AfterFunc(ctx, func() { nc.Close() })
 	defer stop()
 	if s.faults.next() == Refuse {
