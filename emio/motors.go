@@ -7,6 +7,7 @@ package emio
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -75,9 +76,33 @@ type Config struct {
 	// emioapi's 30 Hz (docs/simulink-udp.md §7); a link at another rate
 	// wants rate/len(IDs). Negative turns status reads off.
 	StatusEvery int
+	// Period is the link's tick period: a rejoin (RejoinSpeed) moves each
+	// goal at most RejoinSpeed·Period per Command. 0 means 1/30 s
+	// (emioapi's rate).
+	Period time.Duration
+	// RejoinSpeed (rad/s) bounds how fast the goals go to the command after
+	// a set-up that held servos where they stood (the first open, a power
+	// cycle, a resume), until every goal has reached it (see Command). 0
+	// means DefaultRejoinSpeed; else MinRejoinSpeed..MaxRejoinSpeed.
+	RejoinSpeed float64
+	// Link is the link's name, for the messages that tell a person what to
+	// run (`bridge resume LINK`).
+	Link string
 	// Logger receives the open sequence (never the loop).
 	Logger *slog.Logger
 }
+
+// The rejoin speed (rad/s) after a power cycle (docs/dynamixel.md "After a
+// power cycle").
+const (
+	// DefaultRejoinSpeed is about 57°/s: a 57° gap takes a second.
+	DefaultRejoinSpeed = 1.0
+	// MinRejoinSpeed and MaxRejoinSpeed bound Config.RejoinSpeed. There is
+	// no "off": 10 rad/s is beyond what an XM430-W210 turns (about
+	// 8 rad/s at 12 V), which rejoins as fast as the servo can.
+	MinRejoinSpeed = 0.05
+	MaxRejoinSpeed = 10.0
+)
 
 // ServoStatus is what the ticks learnt about one servo, for a watcher off
 // the tick (Motors.Servos).
@@ -103,6 +128,9 @@ type ServoStatus struct {
 	StatusErrors uint64
 	// Alerting is true while the servo's replies carry the Alert bit.
 	Alerting bool
+	// Stopped is true while the servo's hardware error keeps the Emio
+	// stopped until a person resumes it (Motors.Resume).
+	Stopped bool
 }
 
 // servoState is one servo's ServoStatus, written by the tick and read from
@@ -126,14 +154,15 @@ var (
 
 // Motors is the plant: Measure reads present positions with one group read,
 // Command writes goal positions with one sync write, both without
-// allocating. It satisfies plant.Plant and plant.Reopener.
+// allocating. It satisfies plant.Plant, plant.Reopener and plant.Resumer.
 type Motors struct {
 	cfg    Config
 	log    *slog.Logger
 	port   dynamixel.Port
 	bus    *dynamixel.Bus
 	group  *dynamixel.Group
-	pulses []int32
+	pulses []int32 // present positions, as last read
+	goals  []int32 // Command's goal positions
 	q      []float64
 	minP   int32
 	maxP   int32
@@ -155,6 +184,32 @@ type Motors struct {
 	hwDue       []bool // Hardware Error Status to read
 	alerting    []bool // the last reply carried the Alert bit
 	reg         [1]byte
+
+	// The rejoin after a set-up that held servos where they stood
+	// (Command): each goal moves at most step pulses per Command from
+	// rejoinGoal (fractional, so that a slow rejoin loses nothing to
+	// rounding) until all have reached the command. The loop's, but for
+	// rejoining, which watchers read.
+	rejoin     bool
+	rejoining  atomic.Bool
+	step       float64
+	rejoinGoal []float64
+	// opened is set after the first set-up: a later one that finds every
+	// servo holding leaves the rejoin as it was.
+	opened bool
+
+	// The stop a servo's hardware error latches (stop.go): bit i of
+	// stopped is servo i; resume is a person's request to end it.
+	stopped atomic.Uint32
+	resume  atomic.Bool
+	// stopErrs is each servo's error for a tick that finds it stopped,
+	// made at New so that the tick allocates nothing.
+	stopErrs []error
+	// stopHW is the hardware error each stopped servo reported and
+	// stopTorque its Torque Enable (-1 unread), for the message of a
+	// latched Reopen; written by the tick or by Reopen, never at once.
+	stopHW     []dynamixel.HardwareError
+	stopTorque []int8
 }
 
 // New checks cfg; nothing is opened until Open.
@@ -190,14 +245,31 @@ func New(cfg Config) (*Motors, error) {
 	if cfg.StatusEvery == 0 {
 		cfg.StatusEvery = max(1, 30/len(cfg.IDs))
 	}
+	if cfg.Period == 0 {
+		cfg.Period = time.Second / 30
+	}
+	if cfg.RejoinSpeed == 0 {
+		cfg.RejoinSpeed = DefaultRejoinSpeed
+	}
+	switch {
+	case cfg.Period < 0 || cfg.Period > 10*time.Second:
+		return nil, fmt.Errorf("%w: period %v, want 0..10s", ErrConfig, cfg.Period)
+	case !(cfg.RejoinSpeed >= MinRejoinSpeed && cfg.RejoinSpeed <= MaxRejoinSpeed):
+		return nil, fmt.Errorf("%w: rejoin speed %v rad/s, want %v..%v", ErrConfig, cfg.RejoinSpeed, MinRejoinSpeed, MaxRejoinSpeed)
+	}
 	n := len(cfg.IDs)
-	m := &Motors{cfg: cfg, log: cfg.Logger, pulses: make([]int32, n), q: make([]float64, n),
+	m := &Motors{cfg: cfg, log: cfg.Logger, pulses: make([]int32, n), goals: make([]int32, n), q: make([]float64, n),
 		minP: 0, maxP: 4095, measureLen: Layout(cfg.Markers, n).MeasureLen(),
 		servos: make([]servoState, n), statusEvery: cfg.StatusEvery,
-		limitRead: make([]bool, n), hwDue: make([]bool, n), alerting: make([]bool, n)}
+		limitRead: make([]bool, n), hwDue: make([]bool, n), alerting: make([]bool, n),
+		step:       cfg.RejoinSpeed * cfg.Period.Seconds() * dynamixel.PulsesPerRad,
+		rejoinGoal: make([]float64, n),
+		stopErrs:   make([]error, n), stopHW: make([]dynamixel.HardwareError, n), stopTorque: make([]int8, n)}
 	for i := range m.servos {
 		m.servos[i].tempC.Store(-1)
 		m.servos[i].limitC.Store(-1)
+		m.stopErrs[i] = &StopError{Link: cfg.Link, Servos: []StoppedServo{{ID: cfg.IDs[i], Torque: -1}}}
+		m.stopTorque[i] = -1
 	}
 	if cfg.Mode == dynamixel.ModeExtendedPosition {
 		m.minP, m.maxP = -1048575, 1048575
@@ -221,14 +293,37 @@ func (m *Motors) CommandLen() int { return len(m.cfg.IDs) }
 // mode, profile velocity, goal := present position (no jump), torque on.
 // Servos found already holding, torque on in the right mode (the same robot
 // after a transient fault or a replug), are left holding: nothing releases
-// them. A port that is not there is an error wrapping plant.ErrAbsent.
+// them. A servo in hardware error latches a stop (stop.go): nothing is
+// written, and the error wraps plant.ErrStopLatched; while a stop is
+// latched Open starts nothing until Resume. A port that is not there is an
+// error wrapping plant.ErrAbsent.
 func (m *Motors) Open(ctx context.Context) error {
+	resuming := false
+	if m.stopped.Load() != 0 {
+		if !m.resume.Swap(false) {
+			return m.stillStopped()
+		}
+		resuming = true
+		m.log.Warn("emio: resuming after a servo's hardware error, as a person asked", "link", m.cfg.Link)
+	}
+	m.Close()
+	err := m.open(ctx, resuming)
+	if err != nil && resuming && !errors.Is(err, plant.ErrStopLatched) {
+		// The request is spent: the stop stays until a person asks again.
+		return m.stopError(err)
+	}
+	return err
+}
+
+func (m *Motors) open(ctx context.Context, resuming bool) error {
 	port, bc, err := m.openPort()
 	if err != nil {
 		return err
 	}
-	if err := m.setup(ctx, port, bc); err != nil {
-		port.Close()
+	if err := m.setup(ctx, port, bc, resuming); err != nil {
+		if m.port == nil {
+			port.Close()
+		}
 		return err
 	}
 	return nil
@@ -257,7 +352,11 @@ func (m *Motors) openPort() (dynamixel.Port, dynamixel.BusConfig, error) {
 	return o.Port, o.Timing(bc), nil
 }
 
-func (m *Motors) setup(ctx context.Context, port dynamixel.Port, bc dynamixel.BusConfig) error {
+// setup runs the open sequence on an open port. A servo in hardware error
+// latches a stop and ends it before anything is written, the port kept
+// open for the latched Reopens' status reads; resuming (a person asked)
+// reboots the servos in error instead and goes on.
+func (m *Motors) setup(ctx context.Context, port dynamixel.Port, bc dynamixel.BusConfig, resuming bool) error {
 	bus, err := dynamixel.NewBus(port, bc)
 	if err != nil {
 		return err
@@ -265,14 +364,16 @@ func (m *Motors) setup(ctx context.Context, port dynamixel.Port, bc dynamixel.Bu
 	fast := m.cfg.Fast
 	rdt := make([]byte, 1)
 	var maxRDT byte
-	for _, id := range m.cfg.IDs {
+	for i, id := range m.cfg.IDs {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		model, fw, err := bus.Ping(id)
-		if err != nil && !errors.Is(err, dynamixel.ErrAlert) {
+		alert := errors.Is(err, dynamixel.ErrAlert)
+		if err != nil && !alert {
 			return fmt.Errorf("emio: ping motor %d: %w", id, err)
 		}
+		m.noteAlert(i, alert)
 		if model != dynamixel.ModelXM430W210 {
 			return fmt.Errorf("%w: ID %d is model %d, want XM430-W210 (%d)", ErrModel, id, model, dynamixel.ModelXM430W210)
 		}
@@ -289,20 +390,38 @@ func (m *Motors) setup(ctx context.Context, port dynamixel.Port, bc dynamixel.Bu
 	if err := bus.SetConfig(bc); err != nil {
 		return err
 	}
+	if m.stopped.Load() != 0 {
+		if !resuming {
+			// Nothing is written to any servo: a stop stays stopped.
+			m.port, m.bus, m.group = port, bus, nil
+			return m.stillStopped()
+		}
+		if err := m.reboot(ctx, bus); err != nil {
+			m.port, m.bus, m.group = port, bus, nil // for the latched Reopens' reads
+			return err
+		}
+	}
 	// Servos still holding (the same robot after a transient fault or a
 	// replug) are taken over as they are: torque, mode and goal untouched.
-	holding, err := m.holding(bus)
-	if err != nil {
-		return err
+	// Only the others are set up, so that one rebooted servo does not
+	// release the rest.
+	held := make([]bool, len(m.cfg.IDs))
+	allHeld := true
+	for i, id := range m.cfg.IDs {
+		if held[i], err = m.holds(bus, id); err != nil {
+			return err
+		}
+		allHeld = allHeld && held[i]
 	}
-	if !holding {
-		for _, id := range m.cfg.IDs {
-			if err := bus.Write(id, dynamixel.AddrTorqueEnable, []byte{0}); err != nil {
-				return fmt.Errorf("emio: torque off motor %d: %w", id, err)
-			}
-			if err := bus.Write(id, dynamixel.AddrOperatingMode, []byte{byte(m.cfg.Mode)}); err != nil {
-				return fmt.Errorf("emio: operating mode %v on motor %d: %w", m.cfg.Mode, id, err)
-			}
+	for i, id := range m.cfg.IDs {
+		if held[i] {
+			continue
+		}
+		if err := bus.Write(id, dynamixel.AddrTorqueEnable, []byte{0}); err != nil {
+			return fmt.Errorf("emio: torque off motor %d: %w", id, err)
+		}
+		if err := bus.Write(id, dynamixel.AddrOperatingMode, []byte{byte(m.cfg.Mode)}); err != nil {
+			return fmt.Errorf("emio: operating mode %v on motor %d: %w", m.cfg.Mode, id, err)
 		}
 	}
 	g, err := bus.NewGroup(m.cfg.IDs, fast)
@@ -322,18 +441,44 @@ func (m *Motors) setup(ctx context.Context, port dynamixel.Port, bc dynamixel.Bu
 	if err := g.ReadInt32(dynamixel.AddrPresentPosition, m.pulses); err != nil && !errors.Is(err, dynamixel.ErrAlert) {
 		return fmt.Errorf("emio: read positions: %w", err)
 	}
-	if !holding {
-		// Goal := present position, so that torque on moves nothing.
-		if err := g.WriteInt32(dynamixel.AddrGoalPosition, m.pulses); err != nil {
-			return fmt.Errorf("emio: hold positions: %w", err)
+	for i, id := range m.cfg.IDs {
+		if held[i] {
+			continue
 		}
-		for _, id := range m.cfg.IDs {
-			if err := bus.Write(id, dynamixel.AddrTorqueEnable, []byte{1}); err != nil {
-				return fmt.Errorf("emio: torque on motor %d: %w", id, err)
-			}
+		// Goal := present position, so that torque on moves nothing.
+		var b [4]byte
+		binary.LittleEndian.PutUint32(b[:], uint32(m.pulses[i]))
+		if err := bus.Write(id, dynamixel.AddrGoalPosition, b[:]); err != nil {
+			return fmt.Errorf("emio: hold position of motor %d: %w", id, err)
+		}
+		if err := bus.Write(id, dynamixel.AddrTorqueEnable, []byte{1}); err != nil {
+			return fmt.Errorf("emio: torque on motor %d: %w", id, err)
 		}
 	}
+	// The goals the servos hold now: where a rejoin starts.
+	if err := g.ReadInt32(dynamixel.AddrGoalPosition, m.goals); err != nil && !errors.Is(err, dynamixel.ErrAlert) {
+		return fmt.Errorf("emio: read goals: %w", err)
+	}
+	for i, p := range m.goals {
+		m.rejoinGoal[i] = float64(p)
+	}
+	// A servo held where it stood (the first open, a power cycle, a
+	// resume) rejoins the command at RejoinSpeed; servos that were all
+	// holding (a cable glitch) go on as they were.
+	if !m.opened || !allHeld {
+		m.rejoin = true
+		m.rejoining.Store(true)
+	}
+	m.opened = true
 	m.port, m.bus, m.group, m.misses = port, bus, g, 0
+	if m.stopped.Swap(0) != 0 {
+		clear(m.stopHW)
+		for i := range m.stopTorque {
+			m.stopTorque[i] = -1
+		}
+		m.log.Warn("emio: the servos hold again after a person's resume; they rejoin the command", "link", m.cfg.Link,
+			"rejoin_speed_rad_s", m.cfg.RejoinSpeed)
+	}
 	// The limits are read again (EEPROM someone may have changed), and the
 	// error of a servo still in alert.
 	m.sinceStatus, m.rr = 0, 0
@@ -341,35 +486,33 @@ func (m *Motors) setup(ctx context.Context, port dynamixel.Port, bc dynamixel.Bu
 	copy(m.hwDue, m.alerting)
 	isFast, _ := g.Fast()
 	m.log.Info("emio: motors ready", "ids", servoIDs(m.cfg.IDs), "mode", m.cfg.Mode.String(), "fast_sync_read", isFast,
-		"still_holding", holding)
+		"still_holding", allHeld, "rejoin", m.rejoin)
 	return nil
 }
 
-// holding reports whether every servo already holds a position: torque on
-// in the configured mode, as the bridge left them before a transient fault.
-func (m *Motors) holding(bus *dynamixel.Bus) (bool, error) {
+// holds reports whether servo id already holds a position: torque on in
+// the configured mode, as the bridge left it before a transient fault.
+func (m *Motors) holds(bus *dynamixel.Bus, id byte) (bool, error) {
 	b := make([]byte, 1)
-	for _, id := range m.cfg.IDs {
-		if err := bus.Read(id, dynamixel.AddrTorqueEnable, b); err != nil && !errors.Is(err, dynamixel.ErrAlert) {
-			return false, fmt.Errorf("emio: read torque of motor %d: %w", id, err)
-		}
-		if b[0] != 1 {
-			return false, nil
-		}
-		if err := bus.Read(id, dynamixel.AddrOperatingMode, b); err != nil && !errors.Is(err, dynamixel.ErrAlert) {
-			return false, fmt.Errorf("emio: read operating mode of motor %d: %w", id, err)
-		}
-		if dynamixel.OperatingMode(b[0]) != m.cfg.Mode {
-			return false, nil
-		}
+	if err := bus.Read(id, dynamixel.AddrTorqueEnable, b); err != nil && !errors.Is(err, dynamixel.ErrAlert) {
+		return false, fmt.Errorf("emio: read torque of motor %d: %w", id, err)
 	}
-	return true, nil
+	if b[0] != 1 {
+		return false, nil
+	}
+	if err := bus.Read(id, dynamixel.AddrOperatingMode, b); err != nil && !errors.Is(err, dynamixel.ErrAlert) {
+		return false, fmt.Errorf("emio: read operating mode of motor %d: %w", id, err)
+	}
+	return dynamixel.OperatingMode(b[0]) == m.cfg.Mode, nil
 }
 
 // Measure implements plant.Plant: markers, then the motor angles (rad,
-// emioapi's convention). A hardware alert does not fail the tick: the
-// positions are valid; the alert is recorded for Servos. Every StatusEvery
-// ticks one status register is read after the positions (statusTick).
+// emioapi's convention). Every StatusEvery ticks one status register is
+// read after the positions (statusTick): the Hardware Error Status first
+// when a servo's alert begins. A servo in alert (a hardware error) latches
+// a stop: the positions are filled all the same, and the tick fails with an
+// error wrapping plant.ErrStopLatched, so that the link applies nothing
+// more and the other servos hold their last goal (stop.go).
 func (m *Motors) Measure(dst []float64) error {
 	if m.group == nil {
 		return ErrClosed
@@ -408,7 +551,7 @@ func (m *Motors) Measure(dst []float64) error {
 	} else {
 		clear(dst[:n])
 	}
-	return nil
+	return m.stopErr()
 }
 
 // blame counts a failed position read against the servo that spoilt it:
@@ -434,10 +577,16 @@ func (m *Motors) blame(err error) {
 // noteReply records the error byte of servo i's reply: the alerts, and
 // the start and end of an alert.
 func (m *Motors) noteReply(i int, errByte byte) {
+	m.noteAlert(i, errByte&dynamixel.AlertBit != 0)
+}
+
+// noteAlert records whether servo i's last reply carried the Alert bit. An
+// alert latches the servo's stop.
+func (m *Motors) noteAlert(i int, alert bool) {
 	s := &m.servos[i]
-	alert := errByte&dynamixel.AlertBit != 0
 	if alert {
 		s.alerts.Add(1)
+		m.latch(i)
 	}
 	switch {
 	case alert && !m.alerting[i]:
@@ -482,9 +631,19 @@ func (m *Motors) statusTick() {
 		s.limitC.Store(int32(v))
 		m.limitRead[i] = true
 	case dynamixel.AddrHardwareErrorStatus:
-		if m.alerting[i] {
-			s.hw.Store(uint32(v))
-		}
+		m.noteHW(i, v)
+	}
+}
+
+// noteHW records servo i's Hardware Error Status v, read while it is in
+// alert.
+func (m *Motors) noteHW(i int, v byte) {
+	if !m.alerting[i] {
+		return
+	}
+	m.servos[i].hw.Store(uint32(v))
+	if m.stopped.Load()&(1<<i) != 0 {
+		m.stopHW[i] |= dynamixel.HardwareError(v)
 	}
 }
 
@@ -514,13 +673,14 @@ func (m *Motors) nextStatus() (int, uint16) {
 // it allocates nothing when dst has room. Safe from any goroutine while
 // the loop runs.
 func (m *Motors) Servos(dst []ServoStatus) []ServoStatus {
+	stopped := m.stopped.Load()
 	for i, id := range m.cfg.IDs {
 		s := &m.servos[i]
 		dst = append(dst, ServoStatus{
 			ID: id, TemperatureC: celsius(s.tempC.Load()), LimitC: celsius(s.limitC.Load()),
 			HardwareError: dynamixel.HardwareError(s.hw.Load()),
 			Alerts:        s.alerts.Load(), MissedReads: s.missed.Load(), StatusErrors: s.statusErrs.Load(),
-			Alerting: s.alerting.Load(),
+			Alerting: s.alerting.Load(), Stopped: stopped&(1<<i) != 0,
 		})
 	}
 	return dst
@@ -561,13 +721,23 @@ func (m *Motors) Missed() uint64 { return m.missed.Load() }
 
 // Command implements plant.Plant: goal positions from angles. NaN, ±Inf and
 // angles beyond the pulse range are refused whole; pulses are clamped to the
-// mode's position range.
+// mode's position range. While a stop is latched nothing is written.
+//
+// After a set-up that held servos where they stood (the first open, a power
+// cycle, a resume: goal := present position) the command may be far from
+// the goals: each goal then moves at most RejoinSpeed·Period from the
+// previous one per Command ("rejoin"), until every goal has reached the
+// command; from then on commands pass straight through, as emioapi's do
+// (docs/dynamixel.md "After a power cycle").
 func (m *Motors) Command(u []float64) error {
 	if m.group == nil {
 		return ErrClosed
 	}
-	if len(u) != len(m.pulses) {
-		return fmt.Errorf("emio: %d commands for %d motors", len(u), len(m.pulses))
+	if err := m.stopErr(); err != nil {
+		return err
+	}
+	if len(u) != len(m.goals) {
+		return fmt.Errorf("emio: %d commands for %d motors", len(u), len(m.goals))
 	}
 	for i, rad := range u {
 		if math.IsNaN(rad) || math.IsInf(rad, 0) {
@@ -579,10 +749,40 @@ func (m *Motors) Command(u []float64) error {
 		if err != nil {
 			return err
 		}
-		m.pulses[i] = min(max(p, m.minP), m.maxP)
+		m.goals[i] = min(max(p, m.minP), m.maxP)
 	}
-	return m.group.WriteInt32(dynamixel.AddrGoalPosition, m.pulses)
+	joined := true
+	if m.rejoin {
+		for i, p := range m.goals {
+			g, d := m.rejoinGoal[i], float64(p)-m.rejoinGoal[i]
+			switch {
+			case d > m.step:
+				g += m.step
+			case d < -m.step:
+				g -= m.step
+			default:
+				g = float64(p)
+			}
+			m.rejoinGoal[i] = g
+			if g != float64(p) {
+				joined = false
+				m.goals[i] = int32(math.Round(g))
+			}
+		}
+	}
+	if err := m.group.WriteInt32(dynamixel.AddrGoalPosition, m.goals); err != nil {
+		return err
+	}
+	if m.rejoin && joined {
+		m.rejoin = false
+		m.rejoining.Store(false)
+	}
+	return nil
 }
+
+// Rejoining reports whether the goals are still on their way to the
+// command after a set-up (see Command). Safe from any goroutine.
+func (m *Motors) Rejoining() bool { return m.rejoining.Load() }
 
 // Halt implements plant.Plant: hold leaves the servos on their last goal,
 // torque off releases them.
@@ -596,11 +796,9 @@ func (m *Motors) Halt(p plant.HaltPolicy) error {
 
 // Reopen implements plant.Reopener: close the old port, open it again by
 // name, and run the open sequence (a replugged adapter lost the servos'
-// RAM settings only if the servos lost power).
-func (m *Motors) Reopen(ctx context.Context) error {
-	m.Close()
-	return m.Open(ctx)
-}
+// RAM settings only if the servos lost power). While a stop is latched it
+// only reads the stopped servos' status and says what to do (stop.go).
+func (m *Motors) Reopen(ctx context.Context) error { return m.Open(ctx) }
 
 // Close closes the port.
 func (m *Motors) Close() error {

@@ -77,9 +77,7 @@ func TestMeasureAndCommand(t *testing.T) {
 		t.Fatalf("measure %v", y)
 	}
 	u := []float64{0.5, -0.25, 0.1, 0}
-	if err := m.Command(u); err != nil {
-		t.Fatal(err)
-	}
+	join(t, m, u) // the open held the servos where they stood: the goals rejoin the command
 	for i, s := range sb.Servos() {
 		want, _ := dynamixel.RadToPulse(u[i])
 		if got := s.Value(dynamixel.ItemGoalPosition); got != int64(want) {
@@ -110,9 +108,7 @@ func TestCommandRefusesNaNAndClamps(t *testing.T) {
 		t.Fatalf("a refused command moved the goal to %d", g)
 	}
 	// −4 rad is beyond pulse 4095 in position mode: clamped to the limit.
-	if err := m.Command([]float64{-4, 4, 0, 0}); err != nil {
-		t.Fatal(err)
-	}
+	join(t, m, []float64{-4, 4, 0, 0})
 	if g0, g1 := sb.Servos()[0].Value(dynamixel.ItemGoalPosition), sb.Servos()[1].Value(dynamixel.ItemGoalPosition); g0 != 4095 || g1 != 0 {
 		t.Fatalf("goals %d %d, want 4095 and 0", g0, g1)
 	}
@@ -148,23 +144,41 @@ func TestMissingServo(t *testing.T) {
 	}
 }
 
-// An overheat alert keeps the data, is recorded for the servo, and the
-// servo's torque is off as the firmware forces it.
+// An overheat alert keeps the data and is recorded for the servo, whose
+// torque is off as the firmware forces it; it latches a stop: the tick
+// fails with plant.ErrStopLatched naming the servo, and no command is
+// written any more.
 func TestOverheatAlert(t *testing.T) {
 	m, sb := rig(t, nil)
 	if err := sb.ForceOverheat(1); err != nil {
 		t.Fatal(err)
 	}
 	y := make([]float64, m.MeasureLen())
-	if err := m.Measure(y); err != nil {
-		t.Fatalf("an alert failed the measure: %v", err)
+	y[3] = math.NaN()
+	err := m.Measure(y)
+	var se *emio.StopError
+	if !errors.Is(err, plant.ErrStopLatched) || !errors.As(err, &se) || len(se.Servos) != 1 || se.Servos[0].ID != 1 {
+		t.Fatalf("measure of a servo in alert: %v, want a stop of servo 1", err)
+	}
+	if y[3] != 0 {
+		t.Errorf("positions not filled by the tick that stopped: %v", y)
 	}
 	st := m.Servos(nil)
-	if !st[1].Alerting || st[1].Alerts == 0 || st[0].Alerting || st[0].Alerts != 0 {
+	if !st[1].Alerting || st[1].Alerts == 0 || !st[1].Stopped || st[0].Alerting || st[0].Alerts != 0 || st[0].Stopped {
 		t.Fatalf("status %+v", st)
+	}
+	if !m.Stopped() {
+		t.Error("Stopped() false")
 	}
 	if sb.Servo(1).Value(dynamixel.ItemTorqueEnable) != 0 {
 		t.Error("torque still on after overheating")
+	}
+	goals := sb.Servos()[0].Received().GoalWrites
+	if err := m.Command([]float64{0.1, 0.1, 0.1, 0.1}); !errors.Is(err, plant.ErrStopLatched) {
+		t.Fatalf("command while stopped: %v", err)
+	}
+	if n := sb.Servos()[0].Received().GoalWrites; n != goals {
+		t.Errorf("a command reached servo 0 while stopped")
 	}
 }
 
@@ -204,6 +218,20 @@ func TestUnplugAndReopen(t *testing.T) {
 func TestTickAllocs(t *testing.T) {
 	m, _ := rig(t, nil)
 	tickAllocs(t, m, "")
+}
+
+// join commands u until the goals have rejoined it (Rejoining is false).
+func join(t testing.TB, m *emio.Motors, u []float64) {
+	t.Helper()
+	for range 10000 {
+		if err := m.Command(u); err != nil {
+			t.Fatal(err)
+		}
+		if !m.Rejoining() {
+			return
+		}
+	}
+	t.Fatalf("the goals never rejoined %v", u)
 }
 
 // tickAllocs fails the test when one tick (a measure and a command)

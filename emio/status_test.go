@@ -1,6 +1,7 @@
 package emio_test
 
 import (
+	"errors"
 	"math"
 	"sync"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/labbridge/bridge/dynamixel"
 	"github.com/labbridge/bridge/dynamixel/dxlsim"
 	"github.com/labbridge/bridge/emio"
+	"github.com/labbridge/bridge/plant"
 )
 
 // manualClock freezes the simulated servos' dynamics, so that a poked
@@ -41,6 +43,25 @@ func tick(t *testing.T, m *emio.Motors, sb *dxlsim.Bus, y []float64) uint64 {
 		t.Fatal(err)
 	}
 	return sb.Stats().Packets - before
+}
+
+// stoppedTick is tick while a stop is latched: the Measure reads all the
+// same and fails with plant.ErrStopLatched.
+func stoppedTick(t *testing.T, m *emio.Motors, sb *dxlsim.Bus, y []float64) uint64 {
+	t.Helper()
+	before := sb.Stats().Packets
+	if err := m.Measure(y); !errors.Is(err, plant.ErrStopLatched) {
+		t.Fatalf("measure while stopped: %v, want plant.ErrStopLatched", err)
+	}
+	return sb.Stats().Packets - before
+}
+
+// measureStopped is Measure with a latched stop taken as success.
+func measureStopped(m *emio.Motors, y []float64) error {
+	if err := m.Measure(y); err != nil && !errors.Is(err, plant.ErrStopLatched) {
+		return err
+	}
+	return nil
 }
 
 // Every servo's temperature and limit appear within two rounds of status
@@ -99,15 +120,16 @@ func TestStatusEvery(t *testing.T) {
 }
 
 // An overheated servo: its hardware error is read in the tick its alert
-// begins, its alerts counted, the others untouched, one extra transaction
-// per tick at most; once the error is cleared the alert ends.
+// begins (which stops the servos), its alerts counted, the others
+// untouched, one extra transaction per tick at most; once the error is
+// cleared the alert ends, the stop does not.
 func TestOverheatedServoStatus(t *testing.T) {
 	m, sb := rigWith(t, manualClock, statusEvery(1))
 	y := make([]float64, m.MeasureLen())
 	if err := sb.ForceOverheat(2); err != nil {
 		t.Fatal(err)
 	}
-	if n := tick(t, m, sb, y); n != 2 {
+	if n := stoppedTick(t, m, sb, y); n != 2 {
 		t.Fatalf("%d transactions in the alert's first tick", n)
 	}
 	s := m.Servos(nil)
@@ -121,7 +143,7 @@ func TestOverheatedServoStatus(t *testing.T) {
 		}
 	}
 	for i := range 40 {
-		if n := tick(t, m, sb, y); n != 2 {
+		if n := stoppedTick(t, m, sb, y); n != 2 {
 			t.Fatalf("tick %d: %d transactions", i, n)
 		}
 	}
@@ -134,9 +156,9 @@ func TestOverheatedServoStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	alerts := s[2].Alerts
-	tick(t, m, sb, y)
+	stoppedTick(t, m, sb, y)
 	s = m.Servos(nil)
-	if s[2].Alerting || s[2].HardwareError != 0 || s[2].Alerts != alerts {
+	if s[2].Alerting || s[2].HardwareError != 0 || s[2].Alerts != alerts || !s[2].Stopped {
 		t.Errorf("servo 2 after its error cleared: %+v", s[2])
 	}
 }
@@ -244,7 +266,19 @@ func TestTickWithStatusReadAllocs(t *testing.T) {
 	if err := sb.ForceOverheat(1); err != nil {
 		t.Fatal(err)
 	}
-	tickAllocs(t, m, "with a servo in alert")
+	// A servo in alert stops the servos: the tick fails, without
+	// allocating.
+	y, u := make([]float64, m.MeasureLen()), []float64{0.1, 0.2, 0.3, 0.4}
+	if a := testing.AllocsPerRun(100, func() {
+		if err := m.Measure(y); !errors.Is(err, plant.ErrStopLatched) {
+			t.Fatal(err)
+		}
+		if err := m.Command(u); !errors.Is(err, plant.ErrStopLatched) {
+			t.Fatal(err)
+		}
+	}); a != 0 {
+		t.Errorf("%v allocations per tick with a servo in alert", a)
+	}
 	if !m.Servos(nil)[1].Alerting {
 		t.Fatal("no alert seen")
 	}
@@ -276,7 +310,7 @@ func TestServosWhileTicking(t *testing.T) {
 	})
 	y := make([]float64, m.MeasureLen())
 	for range 50 {
-		if err := m.Measure(y); err != nil {
+		if err := measureStopped(m, y); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -307,7 +341,7 @@ func TestServoStatusOverPTY(t *testing.T) {
 	until := func(what string, cond func([]emio.ServoStatus) bool) {
 		t.Helper()
 		for range 200 {
-			if err := m.Measure(y); err != nil {
+			if err := measureStopped(m, y); err != nil {
 				t.Fatal(err)
 			}
 			if cond(m.Servos(nil)) {
