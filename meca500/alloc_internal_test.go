@@ -8,8 +8,9 @@ import (
 )
 
 // A tick of a Meca500 link allocates nothing: the reader parsing a
-// monitoring cycle, Measure, and Command writing one motion command and
-// the watchdog refresh to a real socket.
+// monitoring cycle, Measure, Command writing one motion command and the
+// watchdog refresh to a real socket, Idle refreshing the watchdog, and Age
+// while the device is down.
 func TestTickAllocatesNothing(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -58,6 +59,11 @@ func TestTickAllocatesNothing(t *testing.T) {
 		tick()
 		if n := testing.AllocsPerRun(200, tick); n != 0 {
 			t.Errorf("%v: %.1f allocations per tick", mode, n)
+		}
+		// A tick while the device is down: Age on the stale measurement.
+		age := func() { a.Age(m) }
+		if n := testing.AllocsPerRun(200, age); n != 0 {
+			t.Errorf("%v: %.1f allocations per Age", mode, n)
 		}
 		if m[0] != 1.5 || m[6] != 190 || m[12] != 1 {
 			t.Errorf("%v: measurement %v", mode, m)

@@ -322,6 +322,8 @@ func (a *Arm) Health() error {
 	defer a.mu.Unlock()
 	st := &a.st
 	switch {
+	case a.latch.kind != latchNone && !st.connected && a.reopenErr != nil:
+		return a.reopenErr // unreachable, and stopped when last reached
 	case a.latch.kind != latchNone:
 		return a.latchedErrLocked("", nil)
 	case !st.connected && a.reopenErr != nil:
