@@ -37,6 +37,10 @@ type Meca500Plant struct {
 	Activate    *bool `toml:"activate"`
 	Home        *bool `toml:"home"`
 	Resume      *bool `toml:"resume"`
+	// RestartAfterStop lets the arm start again by itself once an
+	// emergency or protective stop is reset or an error found (default
+	// false: a person resumes it, docs/meca500.md §15).
+	RestartAfterStop bool `toml:"restart_after_stop"`
 	// The robot's dead-man switches and its monitoring period.
 	VelTimeout         Duration  `toml:"vel_timeout"`
 	Watchdog           *Duration `toml:"watchdog"`
@@ -226,8 +230,12 @@ func (p *Meca500Plant) Summary() string {
 	if p.Watchdog.Duration > 0 {
 		wd = p.Watchdog.Duration.String()
 	}
-	return fmt.Sprintf("meca500 plant: %s, %s at %g %% of the R3's speeds, velocity timeout %v, watchdog %s",
-		where, p.Mode, 100*p.SpeedFraction, p.VelTimeout.Duration, wd)
+	restart := "a stop waits for a person"
+	if p.RestartAfterStop {
+		restart = "restarts by itself after a stop's reset"
+	}
+	return fmt.Sprintf("meca500 plant: %s, %s at %g %% of the R3's speeds, velocity timeout %v, watchdog %s, %s",
+		where, p.Mode, 100*p.SpeedFraction, p.VelTimeout.Duration, wd, restart)
 }
 
 func (p *Meca500Plant) build(b *builder) (*parts, error) {
@@ -237,6 +245,7 @@ func (p *Meca500Plant) build(b *builder) (*parts, error) {
 		Address: p.Address, Mode: p.mode, Pose: *p.Pose, Measured: p.Measured,
 		SpeedFraction: p.SpeedFraction, Kp: p.Kp,
 		ResetErrors: *p.ResetErrors, Activate: *p.Activate, Home: *p.Home, Resume: *p.Resume,
+		RestartAfterStop: p.RestartAfterStop, Link: b.link.Name,
 		VelTimeout: p.VelTimeout.Duration, Watchdog: p.Watchdog.Duration, MonitoringInterval: p.MonitoringInterval.Duration,
 		ConnectTimeout: p.ConnectTimeout.Duration, ReplyTimeout: p.ReplyTimeout.Duration,
 		StartupTimeout: p.StartupTimeout.Duration, WriteTimeout: p.WriteTimeout.Duration, Silence: p.Silence.Duration,
@@ -266,6 +275,8 @@ func (p *Meca500Plant) build(b *builder) (*parts, error) {
 	}
 	ps.plant = arm
 	ps.closers = append(ps.closers, arm.Close)
+	ps.probes = append(ps.probes, mecaProbes(arm, b.link.Name)...)
+	ps.deps = append(ps.deps, bridge.Part{Name: "meca500 robot", Service: armHealth{arm}})
 	// Connect now, as the Emio's servos are opened now; a robot that is
 	// not there yet leaves the link degraded and the supervisor retries.
 	ctx, cancel := context.WithTimeout(context.Background(), p.ConnectTimeout.Duration+p.StartupTimeout.Duration)
