@@ -208,3 +208,166 @@ func TestStopMotionAZ(t *testing.T) {
 		t.Errorf("speeds %v: a fresh command after the reopen did not go through", sp)
 	}
 }
+
+// run drives the scene as a link does for n ticks: Measure, a fresh
+// command, and a wait for the worker's exchange to end, well or not. check
+// runs after each tick.
+func run(t *testing.T, s *vrep.Scene, obs *counter, n int, check func(i int)) {
+	t.Helper()
+	meas := make([]float64, s.MeasureLen())
+	u := make([]float64, s.CommandLen())
+	done := func() int {
+		return obs.get(func(c *counter) int {
+			k := c.exchanges
+			for _, f := range c.failed {
+				k += f
+			}
+			return k
+		})
+	}
+	for i := range n {
+		if err := s.Measure(meas); err != nil {
+			t.Fatalf("tick %d: the link would go degraded: %v", i, err)
+		}
+		before := done()
+		for j := range u {
+			u[j] = 0.5
+		}
+		if err := s.Command(u); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the worker's exchange", func() bool { return done() > before })
+		if check != nil {
+			check(i)
+		}
+	}
+}
+
+// One slow reply in 200 calls, and once every connection dropped: the
+// scene never leaves lock step, never freezes, never sees a second client,
+// and the link never goes degraded.
+func TestSlowReplyKeepsLockStep(t *testing.T) {
+	const timeout = 400 * time.Millisecond
+	scene, addr := startZMQ(t, vrepsim.ZMQConfig{Delay: timeout * 3 / 2, Every: 200, Periodic: vrepsim.Delay})
+	obs := &counter{}
+	s := newScene(t, vrep.Config{Protocol: vrep.ZMQ, Address: addr, Timeout: timeout, Stepping: true, Start: true, Observer: obs})
+	const ticks = 300
+	run(t, s, obs, ticks, func(i int) {
+		if scene.Stepping() != 1 || scene.Clients() != 1 {
+			t.Fatalf("tick %d: %d stepping clients, %d clients; want 1 and 1", i, scene.Stepping(), scene.Clients())
+		}
+		if i == ticks/2 {
+			scene.Drop()
+		}
+	})
+	st := s.Stats()
+	if st.LateReplies == 0 || obs.get(func(c *counter) int { return c.failed[vrep.ReasonTimeout] }) == 0 {
+		t.Errorf("no late reply seen (%+v, %v): the test shows nothing", st, obs.failed)
+	}
+	if n := obs.get(func(c *counter) int { return c.failed[vrep.ReasonOther] }); n > 0 {
+		t.Errorf("%d failures of reason other: %v", n, obs.failed)
+	}
+	// Still in lock step, not frozen: one step a tick.
+	steps := scene.World().Snapshot().Steps
+	if steps < ticks/2 {
+		t.Errorf("%d steps in %d ticks", steps, ticks)
+	}
+	scene.Every(0, vrepsim.None)
+	run(t, s, obs, 5, nil)
+	if n := scene.World().Snapshot().Steps - steps; n != 5 {
+		t.Errorf("%d steps in 5 ticks after the faults, want 5", n)
+	}
+	if st.OutOfStep != 0 {
+		t.Errorf("out of lock step %d times", st.OutOfStep)
+	}
+	t.Logf("%d steps, %d late replies, failures %v", steps, st.LateReplies, obs.failed)
+}
+
+// The same fault on AZ: a slow reply now and then never degrades the link.
+func TestSlowReplyAZ(t *testing.T) {
+	const timeout = 400 * time.Millisecond
+	_, addr := startAZ(t, vrepsim.AZConfig{Delay: timeout * 3 / 2, Every: 50, Periodic: vrepsim.Delay})
+	obs := &counter{}
+	s := newScene(t, vrep.Config{Address: addr, Timeout: timeout, Observer: obs})
+	run(t, s, obs, 200, nil)
+	if n := obs.get(func(c *counter) int { return c.failed[vrep.ReasonTimeout] }); n == 0 {
+		t.Errorf("no timeout: the test shows nothing (%v)", obs.failed)
+	}
+}
+
+// A person stops the simulation: the link fails at once, its Reopen is a
+// latched stop (start = true notwithstanding) that says what to do; a
+// latched Reopen reconnects nothing; Resume lets the next Reopen start
+// the simulation, in lock step, at rest.
+func TestPersonStopIsLatched(t *testing.T) {
+	scene, addr := startZMQ(t, vrepsim.ZMQConfig{})
+	s := newScene(t, vrep.Config{Protocol: vrep.ZMQ, Address: addr, Timeout: 10 * time.Second, Stepping: true, Start: true, Name: "wheels"})
+	meas := make([]float64, 3)
+	for range 3 {
+		tick(t, s, meas, []float64{1, 1})
+	}
+	scene.Stop()
+	failTicks(t, s, []float64{1, 1})
+	var e *vrep.ExchangeError
+	if err := s.Measure(meas); !errors.As(err, &e) || e.Reason != vrep.ReasonStopped {
+		t.Fatalf("after the stop: %v", err)
+	}
+	if err := s.StopMotion(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		err := s.Reopen(context.Background())
+		if !errors.Is(err, plant.ErrStopLatched) || !strings.Contains(err.Error(), "stopped in CoppeliaSim: press Play there, or run `bridge resume wheels`") {
+			t.Fatalf("reopen of a stopped simulation: %v", err)
+		}
+		if scene.State() != vrepsim.StateStopped {
+			t.Fatal("the bridge started a simulation a person stopped")
+		}
+	}
+	if !s.Stats().Stopped {
+		t.Error("Stats.Stopped is false while latched")
+	}
+	if n := scene.Calls()["zmqRemoteApi.require"]; n != 1 {
+		t.Errorf("%d connections set up: a latched reopen reconnected", n)
+	}
+	s.Resume()
+	if err := s.Reopen(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if scene.State() != vrepsim.StateRunning || scene.Stepping() != 1 || scene.Clients() != 1 {
+		t.Fatalf("after resume: state %d, %d stepping, %d clients", scene.State(), scene.Stepping(), scene.Clients())
+	}
+	if sp := scene.World().Snapshot().Speeds; sp[0] != 0 || sp[1] != 0 {
+		t.Errorf("speeds %v after resume, want at rest until a fresh command", sp)
+	}
+	tick(t, s, meas, []float64{1, 1})
+}
+
+// Pressing Play is a person's action too; a resume asked while the stop
+// cannot end (start = false) is consumed, so Play later starts nothing by
+// itself beyond what the person did.
+func TestPersonStopPlay(t *testing.T) {
+	scene, addr := startZMQ(t, vrepsim.ZMQConfig{Running: true})
+	s := newScene(t, vrep.Config{Protocol: vrep.ZMQ, Address: addr, Timeout: 10 * time.Second, Stepping: true})
+	meas := make([]float64, 3)
+	tick(t, s, meas, []float64{1, 1})
+	tick(t, s, meas, []float64{1, 1})
+	scene.Stop()
+	failTicks(t, s, []float64{1, 1})
+	s.StopMotion(context.Background())
+	s.Resume()
+	err := s.Reopen(context.Background())
+	if !errors.Is(err, plant.ErrStopLatched) || !strings.Contains(err.Error(), "press Play there; the link goes on by itself") {
+		t.Fatalf("start = false, resumed: %v", err)
+	}
+	if scene.State() != vrepsim.StateStopped {
+		t.Fatal("started without start = true")
+	}
+	scene.Play()
+	if err := s.Reopen(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if scene.Stepping() != 1 {
+		t.Errorf("%d stepping after Play", scene.Stepping())
+	}
+}
