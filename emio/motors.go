@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"math/bits"
 	"sync/atomic"
 	"time"
 
@@ -357,6 +358,7 @@ func (m *Motors) openPort() (dynamixel.Port, dynamixel.BusConfig, error) {
 // open for the latched Reopens' status reads; resuming (a person asked)
 // reboots the servos in error instead and goes on.
 func (m *Motors) setup(ctx context.Context, port dynamixel.Port, bc dynamixel.BusConfig, resuming bool) error {
+	seen := m.stopped.Load() // the stop the person resumes
 	bus, err := dynamixel.NewBus(port, bc)
 	if err != nil {
 		return err
@@ -390,11 +392,17 @@ func (m *Motors) setup(ctx context.Context, port dynamixel.Port, bc dynamixel.Bu
 	if err := bus.SetConfig(bc); err != nil {
 		return err
 	}
-	if m.stopped.Load() != 0 {
-		if !resuming {
-			// Nothing is written to any servo: a stop stays stopped.
+	if stopped := m.stopped.Load(); stopped != 0 {
+		if !resuming || stopped&^seen != 0 {
+			// Nothing is written to any servo: a stop stays stopped, and
+			// a person's resume covers only the errors they were told.
 			m.port, m.bus, m.group = port, bus, nil
-			return m.stillStopped()
+			err := m.stillStopped()
+			if resuming {
+				id := m.cfg.IDs[bits.TrailingZeros32(stopped&^seen)]
+				err = m.stopError(fmt.Errorf("emio: servo %d reported a hardware error after the resume was asked; nothing was rebooted", id))
+			}
+			return err
 		}
 		if err := m.reboot(ctx, bus); err != nil {
 			m.port, m.bus, m.group = port, bus, nil // for the latched Reopens' reads

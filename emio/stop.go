@@ -49,7 +49,7 @@ type StoppedServo struct {
 func (e *StopError) Error() string {
 	var b strings.Builder
 	b.WriteString("emio: ")
-	reboot := false
+	reboot := 0
 	for i, s := range e.Servos {
 		if i > 0 {
 			b.WriteString("; ")
@@ -57,10 +57,10 @@ func (e *StopError) Error() string {
 		if s.Error == 0 && s.Torque < 0 && !s.Cleared {
 			// The tick that latched the stop, before its error is read.
 			fmt.Fprintf(&b, "servo %d reports a hardware error; find its cause", s.ID)
-			reboot = true
+			reboot++
 			continue
 		}
-		fmt.Fprintf(&b, "servo %d: %v", s.ID, s.Error)
+		fmt.Fprintf(&b, "servo %d: %s", s.ID, words(s.Error))
 		switch {
 		case s.Cleared:
 			b.WriteString(", no longer reported (the servo lost power meanwhile)")
@@ -70,7 +70,7 @@ func (e *StopError) Error() string {
 		case s.Torque == 1:
 			b.WriteString(": the servo still holds")
 		}
-		reboot = true
+		reboot++
 		if do := remedy(s.Error); do != "" {
 			b.WriteString("; ")
 			b.WriteString(do)
@@ -80,13 +80,16 @@ func (e *StopError) Error() string {
 	if link == "" {
 		link = "LINK"
 	}
-	if reboot {
-		fmt.Fprintf(&b, ", then run `bridge resume %s`, which reboots it", link)
-	} else {
+	switch reboot {
+	case 0:
 		fmt.Fprintf(&b, "; the servos hold still until you run `bridge resume %s`", link)
+	case 1:
+		fmt.Fprintf(&b, ", then run `bridge resume %s`, which reboots it", link)
+	default:
+		fmt.Fprintf(&b, "; then run `bridge resume %s`, which reboots them", link)
 	}
 	if e.Cause != nil {
-		fmt.Fprintf(&b, " (the last resume did not start it: %v)", e.Cause)
+		fmt.Fprintf(&b, " (the last resume did not start the servos: %v)", e.Cause)
 	}
 	return b.String()
 }
@@ -97,6 +100,11 @@ func (e *StopError) Is(target error) bool { return target == plant.ErrStopLatche
 
 // Unwrap returns the cause of a failed resume.
 func (e *StopError) Unwrap() error { return e.Cause }
+
+// words names hardware errors h: "overload", "input voltage and overload".
+func words(h dynamixel.HardwareError) string {
+	return strings.ReplaceAll(h.String(), "|", " and ")
+}
 
 // remedy is what a person does about hardware errors h before a resume.
 func remedy(h dynamixel.HardwareError) string {
@@ -166,15 +174,13 @@ func (m *Motors) stillStopped() error {
 	return m.stopError(nil)
 }
 
-// readStopped reads the stopped servos' Hardware Error Status, Torque
-// Enable and temperature. A servo that does not answer is skipped.
+// readStopped reads every servo's Hardware Error Status (a servo whose
+// error began meanwhile joins the stop, and the message names it), and
+// the stopped servos' Torque Enable and temperature. A servo that does not
+// answer is skipped.
 func (m *Motors) readStopped() error {
-	stopped := m.stopped.Load()
 	var reg [1]byte
 	for i, id := range m.cfg.IDs {
-		if stopped&(1<<i) == 0 {
-			continue
-		}
 		errByte, err := m.bus.ReadRaw(id, dynamixel.AddrHardwareErrorStatus, reg[:])
 		if err != nil {
 			if errors.Is(err, dynamixel.ErrPort) {
@@ -184,6 +190,9 @@ func (m *Motors) readStopped() error {
 		}
 		m.noteReply(i, errByte)
 		m.noteHW(i, reg[0])
+		if m.stopped.Load()&(1<<i) == 0 {
+			continue
+		}
 		if _, err := m.bus.ReadRaw(id, dynamixel.AddrTorqueEnable, reg[:]); err == nil {
 			m.stopTorque[i] = int8(min(reg[0], 1))
 		}
