@@ -271,6 +271,7 @@ func (p *VREPPlant) build(b *builder) (*parts, error) {
 	log := b.env.Logger.With("link", b.link.Name)
 	cfg := p.sceneConfig()
 	cfg.Logger = log
+	cfg.Name = b.link.Name
 	if p.Address == "sim" {
 		addr, err := p.simulatedScene(b)
 		if err != nil {
@@ -294,6 +295,7 @@ func (p *VREPPlant) build(b *builder) (*parts, error) {
 		return nil, err
 	}
 	ps := &parts{plant: scene}
+	ps.probes = append(ps.probes, sceneProbes(scene, b.link.Name, p.protocol == vrep.ZMQ && *p.Stepping)...)
 	ps.closers = append(ps.closers, scene.Close)
 	ps.deps = append(ps.deps, bridge.Part{Name: "scene exchange", Service: scene})
 	// Connect now; a scene not started yet leaves the link degraded and

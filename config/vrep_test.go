@@ -228,8 +228,8 @@ func TestVREPSceneDownAtStart(t *testing.T) {
 
 // Faults of the scene below max_failures: the link stays running, the
 // failures are counted by reason; at max_failures in a row the link goes
-// degraded, the command is held (the wheels keep the last speeds), and it
-// runs again by itself.
+// degraded, the wheels are stopped (StopMotion: a degraded link applies
+// nothing, so nothing may keep moving), and it runs again by itself.
 func TestVREPSceneFaults(t *testing.T) {
 	env, reg := vrepEnv(t)
 	b := buildVREP(t, env, func(_ *Link, p *VREPPlant) { p.Sim.Step.Duration = 10 * time.Millisecond })
@@ -250,9 +250,10 @@ func TestVREPSceneFaults(t *testing.T) {
 	degradedBefore := b.Link.Stale()
 	scene.Inject(vrepsim.BadMagic, 3)
 	waitFor(t, "degraded after three wrong replies", func() bool { return b.Link.State() == bridge.Degraded || b.Link.Stale() > degradedBefore })
-	if sp := scene.World().Snapshot().Speeds; sp[0] == 0 && sp[1] == 0 {
-		t.Errorf("speeds %v while degraded: the last good command is held, never zeroed at once", sp)
-	}
+	waitFor(t, "the wheels stopped by the degraded link", func() bool {
+		sp := scene.World().Snapshot().Speeds
+		return sp[0] == 0 && sp[1] == 0
+	})
 	ticks := b.Link.Ticks()
 	waitFor(t, "running again", func() bool { return b.Link.State() == bridge.Running && b.Link.Ticks() > ticks })
 }
@@ -311,6 +312,35 @@ func TestVREPZMQEndToEnd(t *testing.T) {
 	if steps > st.Exchanges || steps+2 < st.Exchanges {
 		t.Errorf("%d steps for %d exchanges", steps, st.Exchanges)
 	}
+}
+
+// A person stops the simulation: the link goes degraded, the wheels are
+// stopped and the lock step released, the scene_stopped fault says what to
+// do, and the bridge does not start the simulation again (start = true
+// applies to the first open only); Play brings the link back.
+func TestVREPZMQPersonStop(t *testing.T) {
+	env, _ := vrepEnv(t)
+	doc := string(defaultconfig.TOML())
+	doc = strings.Replace(doc, `protocol = "az"`, `protocol = "zmq"`, 1)
+	doc = regexp.MustCompile(`(?m)^(measure|command) = .*$`).ReplaceAllString(doc, "")
+	b := buildVREPFrom(t, env, doc, nil)
+	serveBuilt(t, b)
+	sim := b.VREP.ZMQ
+	waitFor(t, "the wheels turning", func() bool { return b.Link.State() == bridge.Running && sim.World().Snapshot().Angles[0] > 0.2 })
+	sim.Stop()
+	waitFor(t, "scene_stopped", func() bool { _, ok := activeFault(b, "scene_stopped"); return ok })
+	if a, _ := activeFault(b, "scene_stopped"); !strings.Contains(a.Advice, "press Play") {
+		t.Errorf("advice %q", a.Advice)
+	}
+	if b.Link.State() != bridge.Degraded || sim.State() != vrepsim.StateStopped || sim.Stepping() != 0 {
+		t.Errorf("link %v, simulation state %d, %d stepping", b.Link.State(), sim.State(), sim.Stepping())
+	}
+	if sp := sim.World().Snapshot().Speeds; sp[0] != 0 || sp[1] != 0 {
+		t.Errorf("speeds %v on the stopped simulation, want 0", sp)
+	}
+	sim.Play()
+	waitFor(t, "running after Play", func() bool { return b.Link.State() == bridge.Running && sim.Stepping() == 1 })
+	waitFor(t, "scene_stopped over", func() bool { _, ok := activeFault(b, "scene_stopped"); return !ok })
 }
 
 type contextT = context.Context
