@@ -295,7 +295,7 @@ func (p *VREPPlant) build(b *builder) (*parts, error) {
 		return nil, err
 	}
 	ps := &parts{plant: scene}
-	ps.probes = append(ps.probes, sceneProbes(scene, b.link.Name, p.protocol == vrep.ZMQ && *p.Stepping)...)
+	ps.probes = append(ps.probes, sceneProbes(scene, p.protocol == vrep.ZMQ && *p.Stepping)...)
 	ps.closers = append(ps.closers, scene.Close)
 	ps.deps = append(ps.deps, bridge.Part{Name: "scene exchange", Service: scene})
 	// Connect now; a scene not started yet leaves the link degraded and

@@ -315,8 +315,9 @@ func TestVREPZMQEndToEnd(t *testing.T) {
 }
 
 // A person stops the simulation: the link goes degraded, the wheels are
-// stopped and the lock step released, the scene_stopped fault says what to
-// do, and the bridge does not start the simulation again (start = true
+// stopped and the lock step released, a fault says what to
+// do (the link's stopped fault, with the scene's message), and the bridge
+// does not start the simulation again (start = true
 // applies to the first open only); Play brings the link back.
 func TestVREPZMQPersonStop(t *testing.T) {
 	env, _ := vrepEnv(t)
@@ -328,9 +329,9 @@ func TestVREPZMQPersonStop(t *testing.T) {
 	sim := b.VREP.ZMQ
 	waitFor(t, "the wheels turning", func() bool { return b.Link.State() == bridge.Running && sim.World().Snapshot().Angles[0] > 0.2 })
 	sim.Stop()
-	waitFor(t, "scene_stopped", func() bool { _, ok := activeFault(b, "scene_stopped"); return ok })
-	if a, _ := activeFault(b, "scene_stopped"); !strings.Contains(a.Advice, "press Play") {
-		t.Errorf("advice %q", a.Advice)
+	waitFor(t, "the stopped fault", func() bool { _, ok := activeFault(b, "stopped"); return ok })
+	if a, _ := activeFault(b, "stopped"); !strings.Contains(a.Detail, "stopped in CoppeliaSim: press Play there") {
+		t.Errorf("detail %q", a.Detail)
 	}
 	if b.Link.State() != bridge.Degraded || sim.State() != vrepsim.StateStopped || sim.Stepping() != 0 {
 		t.Errorf("link %v, simulation state %d, %d stepping", b.Link.State(), sim.State(), sim.Stepping())
@@ -340,7 +341,7 @@ func TestVREPZMQPersonStop(t *testing.T) {
 	}
 	sim.Play()
 	waitFor(t, "running after Play", func() bool { return b.Link.State() == bridge.Running && sim.Stepping() == 1 })
-	waitFor(t, "scene_stopped over", func() bool { _, ok := activeFault(b, "scene_stopped"); return !ok })
+	waitFor(t, "the stopped fault over", func() bool { _, ok := activeFault(b, "stopped"); return !ok })
 }
 
 type contextT = context.Context

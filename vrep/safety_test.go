@@ -371,3 +371,27 @@ func TestPersonStopPlay(t *testing.T) {
 		t.Errorf("%d stepping after Play", scene.Stepping())
 	}
 }
+
+// A scene that forgot the client (its timeout passed during a pause of the
+// bridge) runs free: the next step sees it, counts it and steps in lock
+// again.
+func TestOutOfStep(t *testing.T) {
+	scene, addr := startZMQ(t, vrepsim.ZMQConfig{Step: 5 * time.Millisecond})
+	s := newScene(t, vrep.Config{Protocol: vrep.ZMQ, Address: addr, Timeout: 10 * time.Second, Stepping: true, Start: true})
+	meas := make([]float64, 3)
+	tick(t, s, meas, []float64{1, 1})
+	scene.Forget()
+	steps := scene.World().Snapshot().Steps
+	waitFor(t, "the simulation running free", func() bool { return scene.World().Snapshot().Steps > steps+2 })
+	tick(t, s, meas, []float64{1, 1})
+	if st := s.Stats(); st.OutOfStep != 1 || scene.Stepping() != 1 {
+		t.Fatalf("out of step %d times, %d stepping clients; want 1, 1", st.OutOfStep, scene.Stepping())
+	}
+	steps = scene.World().Snapshot().Steps
+	for range 3 {
+		tick(t, s, meas, []float64{1, 1})
+	}
+	if n := scene.World().Snapshot().Steps - steps; n != 3 {
+		t.Errorf("%d steps in 3 ticks after it, want 3", n)
+	}
+}

@@ -142,6 +142,15 @@ func (s *ZMQ) Clients() int {
 	return len(s.clients)
 }
 
+// Forget forgets every client, as their timeouts passing would: their
+// stepping ends and the simulation runs free.
+func (s *ZMQ) Forget() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.clients)
+	s.cond.Broadcast()
+}
+
 // Stop is a person pressing Stop: the simulation stops, back to its
 // initial state, and every client's stepping ends.
 func (s *ZMQ) Stop() {
