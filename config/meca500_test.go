@@ -1,7 +1,11 @@
 package config
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
 	"math"
 	"slices"
 	"strings"
@@ -55,7 +59,7 @@ func TestMeca500PlantConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := c.Links[0].Plant.(*Meca500Plant)
-	if p.Mode != "joint_velocity" || !*p.Pose || *p.ResetErrors || !*p.Activate || p.Watchdog.Duration != 250*time.Millisecond ||
+	if p.Mode != "joint_velocity" || !*p.Pose || *p.ResetErrors || p.RestartAfterStop || !*p.Activate || p.Watchdog.Duration != 250*time.Millisecond ||
 		p.MonitoringInterval.Duration != 10*time.Millisecond || p.VelTimeout.Duration != 50*time.Millisecond {
 		t.Errorf("defaults %+v", p)
 	}
@@ -111,6 +115,9 @@ func TestMeca500Layout(t *testing.T) {
 		t.Errorf("layout %+v", lay)
 	}
 	var _ plant.Deadman = (*meca500.Arm)(nil)
+	var _ plant.Stopper = (*meca500.Arm)(nil)
+	var _ plant.Resumer = (*meca500.Arm)(nil)
+	var _ plant.Ager = (*meca500.Arm)(nil)
 	var _ plant.Reopener = (*meca500.Arm)(nil)
 	var _ plant.Readier = (*meca500.Arm)(nil)
 }
@@ -147,10 +154,11 @@ func jointsNear(q [6]float64, want []float64, tol float64) bool { return near(q[
 
 // End to end over real sockets: the built-in partner's P controller drives
 // the simulated Meca500 toward the target through the bridge. The partner
-// stops mid-motion: the robot stops by itself (the first idle tick sends
-// zero velocity; the velocity timeout would stop it anyway), the watchdog
-// expires and drops the connection, the link reconnects; when the partner
-// answers again, streaming resumes and the joints reach the target.
+// stops mid-motion: the robot stops (the first idle tick sends zero
+// velocity; the velocity timeout would stop it anyway) but keeps its
+// connection, since the idle ticks keep refreshing the watchdog: no 3086,
+// no reconnection. When the partner answers again, streaming resumes and
+// the joints reach the target.
 func TestMeca500EndToEnd(t *testing.T) {
 	env := testEnv(t)
 	faults := &simulink.Faults{}
@@ -162,37 +170,94 @@ func TestMeca500EndToEnd(t *testing.T) {
 		q := robot.Joints()
 		return b.Link.State() == bridge.Running && q[0] > 3 && q[0] < 20
 	})
-	before := robot.Status().WatchdogExpiries
 	faults.Pause()
 	paused := time.Now()
-	q, still := robot.Joints(), time.Now()
-	waitFor(t, "the watchdog to expire", func() bool {
-		if now := robot.Joints(); now != q {
-			q, still = now, time.Now()
-		}
-		return robot.Status().WatchdogExpiries > before
-	})
-	t.Logf("the robot stopped %v after the partner did; the watchdog expired after %v", still.Sub(paused).Round(time.Millisecond), time.Since(paused).Round(time.Millisecond))
-	if jointsNear(q, mecaTarget, 0.5) {
+	waitFor(t, "the robot to stop", func() bool { return !robot.Status().Moving })
+	t.Logf("the robot stopped %v after the partner did", time.Since(paused).Round(time.Millisecond))
+	if jointsNear(robot.Joints(), mecaTarget, 0.5) {
 		t.Log("the robot reached the target before the partner stopped (a stalled machine): the stop was not shown mid-motion")
 	}
-	time.Sleep(100 * time.Millisecond) // two velocity timeouts: nothing moves
+	// Four watchdog periods of silence: the robot stays still and connected.
+	q := robot.Joints()
+	for time.Since(paused) < time.Second {
+		if st := robot.Status(); st.Moving || !st.Connected || st.WatchdogExpiries != 0 {
+			t.Fatalf("robot %+v while the partner is silent: want still and connected, the watchdog never expired", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if robot.Joints() != q {
 		t.Errorf("the robot moved without commands: %v then %v", q, robot.Joints())
 	}
-	waitFor(t, "the link to reconnect", func() bool {
-		st := robot.Status()
-		return st.Connected && st.Activated && !st.Paused && b.Link.State() != bridge.Degraded
-	})
 	faults.Resume()
 	waitFor(t, "the joints at the target", func() bool {
 		return b.Link.State() == bridge.Running && jointsNear(robot.Joints(), mecaTarget, 0.5)
 	})
+	if st := robot.Status(); st.WatchdogExpiries != 0 {
+		t.Errorf("robot %+v: the watchdog expired", st)
+	}
 	meas := make([]float64, b.Layout.MeasureLen())
 	b.Link.Measurement(meas)
-	if !near(meas[:6], mecaTarget, 1) || meas[12] != 1 || meas[13] != 1 || meas[15] != 0 || meas[16] != 0 {
+	if !near(meas[:6], mecaTarget, 1) || meas[12] != 1 || meas[13] != 1 || meas[15] != 0 || meas[16] != 0 || meas[19] != 0 {
 		t.Errorf("measurement %v: want the target joints, activated, homed, no error, not paused", meas)
 	}
+}
+
+// An emergency stop under a supervisor: the link degrades, the stop's
+// release and reset start nothing (the robot is never activated again by
+// itself), /healthz says the robot is reachable and stopped and what the
+// person must do, the robot_stopped fault is on; a person's resume starts
+// the arm, which streams to the target.
+func TestMeca500EStopWaitsForAPerson(t *testing.T) {
+	b := buildMeca500(t, testEnv(t), nil)
+	robot := b.Meca500
+	sup := serveBuilt(t, b)
+	waitFor(t, "the robot on its way", func() bool { return b.Link.State() == bridge.Running && robot.Joints()[0] > 3 })
+	robot.EStop(true)
+	waitFor(t, "degraded", func() bool { return b.Link.State() == bridge.Degraded })
+	robot.EStop(false)
+	robot.ResetPowerSupply()
+	const want = "the emergency stop is reset; the arm waits for a person: run `bridge resume meca500`"
+	waitFor(t, "health saying so", func() bool { return strings.Contains(fmt.Sprint(sup.Health()), want) })
+	if h := fmt.Sprint(sup.Health()); strings.Contains(h, "unreachable") {
+		t.Errorf("health %q: the robot is reachable", h)
+	}
+	waitFor(t, "the robot_stopped fault", func() bool {
+		for _, a := range b.Faults.Active() {
+			if a.Name == "robot_stopped" && strings.Contains(a.Detail, want) {
+				return true
+			}
+		}
+		return false
+	})
+	// Several reopens (the test's backoff is at most 200 ms): nothing starts.
+	q := robot.Joints()
+	for start := time.Now(); time.Since(start) < time.Second; time.Sleep(10 * time.Millisecond) {
+		if st := robot.Status(); st.Activated || st.Moving || b.Link.State() != bridge.Degraded {
+			t.Fatalf("robot %+v, link %v: started without a person", st, b.Link.State())
+		}
+	}
+	if robot.Joints() != q {
+		t.Fatal("the robot moved")
+	}
+	b.Link.Plant().(plant.Resumer).Resume()
+	waitFor(t, "running after the resume", func() bool { return b.Link.State() == bridge.Running && robot.Status().Activated })
+	waitFor(t, "the joints at the target", func() bool { return jointsNear(robot.Joints(), mecaTarget, 0.5) })
+}
+
+// Motion commands refused with 1000 are a fault, while the link runs.
+func TestMeca500BufferFullFault(t *testing.T) {
+	b := buildMeca500(t, testEnv(t), nil)
+	serveBuilt(t, b)
+	waitFor(t, "running", func() bool { return b.Link.State() == bridge.Running && b.Link.Applied() > 10 })
+	b.Meca500.BufferFull(50)
+	waitFor(t, "the buffer_full fault", func() bool {
+		for _, a := range b.Faults.Active() {
+			if a.Name == "buffer_full" && a.Events > 0 {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // The simulator drops the socket mid-run: the link goes degraded, reconnects
@@ -228,17 +293,90 @@ func TestMeca500MotionErrorHeld(t *testing.T) {
 	if !st.Error || st.ErrorCode != 3005 || robot.Joints() != q || b.Link.State() != bridge.Degraded {
 		t.Errorf("status %+v, link %v: want the robot held in error", st, b.Link.State())
 	}
-	// The last measurement Simulink got says so: es = 1, code 3005.
-	meas := make([]float64, b.Layout.MeasureLen())
-	b.Link.Measurement(meas)
-	if meas[15] != 1 || meas[19] != 3005 {
-		t.Errorf("measurement %v: want es = 1 and error 3005", meas)
-	}
 }
 
-// With reset_errors = true the same error is reset and streaming resumes.
+// recording is a partner's controller that keeps the newest measurement
+// Simulink received.
+type recording struct {
+	simulink.Controller
+	mu sync.Mutex
+	y  []float64
+}
+
+func (r *recording) Step(seq int64, y, u []float64) {
+	r.mu.Lock()
+	r.y = append(r.y[:0], y...)
+	r.mu.Unlock()
+	r.Controller.Step(seq, y, u)
+}
+
+func (r *recording) last() []float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]float64(nil), r.y...)
+}
+
+// What Simulink receives while the Meca500 link is degraded is not frozen:
+// after a motion error es = 1 and error = 3005 and the age keeps growing;
+// after the connection is lost the robot reads paused with error 3086.
+func TestMeca500StaleMeasurementAges(t *testing.T) {
+	c, err := ParseConfig(defaultconfig.TOML())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &c.Links[1]
+	l.Loop.Priority, l.Loop.DMALatency = 0, new(false)
+	listen, err1 := FreeLoopbackPort()
+	bind, err2 := FreeLoopbackPort()
+	if err1 != nil || err2 != nil {
+		t.Skipf("no loopback UDP port: %v %v", err1, err2)
+	}
+	l.UDP.Listen, l.UDP.Bind = listen.String(), bind.String()
+	ctl, err := l.Controller()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recording{Controller: ctl}
+	partner, err := simulink.NewPartner(simulink.PartnerConfig{
+		Listen: netip.AddrPortFrom(listen.Addr(), 0), Accept: bind, ReplyTo: listen,
+		MeasureLen: l.Plant.Layout().MeasureLen(), CommandLen: 6, Controller: rec,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { partner.Close() })
+	l.UDP.Remote = partner.Addr().String()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	env := testEnv(t)
+	env.Partner, env.Ephemeral = false, false // our partner, on the ports set above
+	b, err := l.Build(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { partner.Serve(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	serveBuilt(t, b)
+	robot := b.Meca500
+	waitFor(t, "running", func() bool { return b.Link.State() == bridge.Running && b.Link.Applied() > 10 })
+	robot.MotionError()
+	var first float64
+	waitFor(t, "es = 1 and error 3005 at Simulink", func() bool {
+		y := rec.last()
+		first = y[20]
+		return b.Link.State() == bridge.Degraded && y[15] == 1 && y[19] == 3005
+	})
+	waitFor(t, "the age growing at Simulink", func() bool { return rec.last()[20] > first+0.2 })
+	t.Logf("Simulink reads %v", rec.last()[12:])
+}
+
+// With restart_after_stop and reset_errors the same error is reset without
+// a person and streaming resumes.
 func TestMeca500MotionErrorReset(t *testing.T) {
-	b := buildMeca500(t, testEnv(t), func(_ *Link, p *Meca500Plant) { p.ResetErrors = new(true) })
+	b := buildMeca500(t, testEnv(t), func(_ *Link, p *Meca500Plant) { p.ResetErrors, p.RestartAfterStop = new(true), true })
 	robot := b.Meca500
 	serveBuilt(t, b)
 	waitFor(t, "running", func() bool { return b.Link.State() == bridge.Running && b.Link.Applied() > 10 })

@@ -296,7 +296,7 @@ type Arm struct {
 	// What Age reads on the loop thread while Reopen may run: the reader
 	// and the supervisor's goroutine publish them (publishLocked).
 	epoch    time.Time
-	sampleNs atomic.Int64  // the newest cycle's arrival, since epoch; 0: none
+	sampleNs atomic.Int64  // arrival of the cycle the last Measure copied, since epoch; 0: none
 	flagBits atomic.Uint32 // the 2007 flags, bit i = flags()[i]
 	up       atomic.Bool
 	errField atomic.Int64
@@ -445,6 +445,9 @@ func (a *Arm) Measure(dst []float64) error {
 	dst[n+1] = math.NaN()
 	if st.haveSamp {
 		dst[n+1] = now.Sub(st.sampleAt).Seconds()
+		// The joints Simulink keeps getting while the link is down are
+		// these: Age counts their age.
+		a.sampleNs.Store(int64(st.sampleAt.Sub(a.epoch)))
 	}
 	a.mu.Unlock()
 	return nil

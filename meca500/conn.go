@@ -221,7 +221,6 @@ func (a *Arm) handle(frame []byte) {
 	case c == 2230:
 		st.sample = st.pend
 		st.sampleAt = time.Now()
-		a.sampleNs.Store(int64(st.sampleAt.Sub(a.epoch)))
 		first := !st.haveSamp
 		st.haveSamp = true
 		st.samples++

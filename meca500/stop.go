@@ -410,9 +410,9 @@ func (a *Arm) publishLocked() {
 // measurement's status flags, error code and age from what the reader last
 // learned, without touching the robot. A robot whose connection is lost is
 // shown paused and still (pm = 1, eob = eom = 1: it pauses when its
-// connection goes, §9) with error 3086 unless a robot error is known; the
-// age keeps growing from the last monitoring cycle. It does not block or
-// allocate.
+// connection goes, §9) with error 3086 unless a robot error is known. The
+// age is that of the joints the link keeps sending: it grows from the
+// monitoring cycle the last Measure copied. It does not block or allocate.
 func (a *Arm) Age(dst []float64) {
 	n := Joints
 	if a.cfg.Pose {
