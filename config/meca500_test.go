@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
-	"sync"
 	"math"
+	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
