@@ -15,7 +15,8 @@ import (
 // servoWatch reads the servos' status for the fault probes and the metrics,
 // off the tick: Motors.Servos is safe from any goroutine.
 type servoWatch struct {
-	m  *emio.Motors
+	m    *emio.Motors
+	link string // the link's name, for the command the advice names
 	mu sync.Mutex
 	st []emio.ServoStatus
 	// missed is each servo's missed reads at the last servo_silent poll.
@@ -104,16 +105,19 @@ func (w *servoWatch) silent() string {
 	return "servo " + strings.Join(ids, ", ")
 }
 
-// probes are the servos' faults.
+// probes are the servos' faults. A hardware error stops the Emio until a
+// person resumes it (emio: the link's "stopped" fault says it too), and
+// the resume reboots the servo: the advice says so.
 func (w *servoWatch) probes() []fault.Probe {
+	resume := "run `bridge resume " + w.link + "`, which reboots it; the bridge reboots nothing by itself"
 	return []fault.Probe{
 		{
 			Name: "servo_hot", Title: "a servo is overheating", Level: w.hot,
-			Advice: "the servo turns its torque off to protect itself: let it cool, lighten its load, then power-cycle the robot",
+			Advice: "the servo turns its torque off to protect itself and the Emio stops: let it cool (about 20 minutes) and lighten its load, then " + resume,
 		},
 		{
 			Name: "servo_alert", Title: "a servo reports a hardware error", Level: w.alerting,
-			Advice: "check the servo's load, its cable and the supply voltage, then power-cycle the robot",
+			Advice: "the Emio stops: check the servo's load, its cable and the supply voltage, then " + resume,
 		},
 		{
 			Name: "servo_silent", Title: "a servo does not answer; its last position is held",

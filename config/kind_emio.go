@@ -41,6 +41,9 @@ type EmioPlant struct {
 	IDs             []int    `toml:"ids"`
 	Mode            string   `toml:"mode"`
 	ProfileVelocity *int     `toml:"profile_velocity"`
+	// RejoinSpeed (rad/s) is how fast the goals go to the command after a
+	// set-up that held the servos where they stood (emio.Config).
+	RejoinSpeed *float64 `toml:"rejoin_speed"`
 	FastSyncRead    *bool    `toml:"fast_sync_read"`
 	LatencyTimer    Duration `toml:"latency_timer"`
 	// Min and Max bound each command (rad); the link clamps to them.
@@ -125,6 +128,9 @@ func (p *EmioPlant) defaults(l *Link) {
 	if p.ProfileVelocity == nil {
 		p.ProfileVelocity = new(1000)
 	}
+	if p.RejoinSpeed == nil {
+		p.RejoinSpeed = new(emio.DefaultRejoinSpeed)
+	}
 	if p.FastSyncRead == nil {
 		p.FastSyncRead = new(true)
 	}
@@ -187,6 +193,10 @@ func (p *EmioPlant) validate(l *Link, v *validator) {
 	}
 	if x := *p.ProfileVelocity; x < 0 || x > 32767 {
 		v.bad("plant.profile_velocity", x, "0..32767 (× 0.229 rpm; 0 = unlimited)")
+	}
+	if x := *p.RejoinSpeed; !(x >= emio.MinRejoinSpeed && x <= emio.MaxRejoinSpeed) {
+		v.bad("plant.rejoin_speed", x, fmt.Sprintf("%v..%v rad/s: how fast the servos go to the command after a power cycle (1 = 57°/s); "+
+			"there is no off: %v rejoins as fast as the servos turn", emio.MinRejoinSpeed, emio.MaxRejoinSpeed, emio.MaxRejoinSpeed))
 	}
 	if d := p.LatencyTimer.Duration; d < 0 || d > 255*time.Millisecond {
 		v.bad("plant.latency_timer", d, "0..255ms (0 = read it from the adapter, else 16ms)")
@@ -304,7 +314,10 @@ func (p *EmioPlant) build(b *builder) (*parts, error) {
 	log := b.env.Logger.With("link", b.link.Name)
 	cfg := emio.Config{
 		IDs: ids, Mode: mode, ProfileVelocity: int64(*p.ProfileVelocity), Markers: *p.NbMarkers, Fast: *p.FastSyncRead,
-		Logger: log,
+		Logger: log, Link: b.link.Name,
+		// The rejoin after a power cycle moves each goal at most
+		// rejoin_speed per second of ticks.
+		Period: b.link.Period(), RejoinSpeed: *p.RejoinSpeed,
 		// Each servo's temperature about once a second, whatever the rate.
 		StatusEvery: max(1, int(b.link.RateHz)/len(ids)),
 	}
@@ -339,7 +352,7 @@ func (p *EmioPlant) build(b *builder) (*parts, error) {
 	}
 	ps.plant = m
 	ps.closers = append(ps.closers, m.Close)
-	sw := &servoWatch{m: m}
+	sw := &servoWatch{m: m, link: b.link.Name}
 	ps.probes = append(ps.probes, sw.probes()...)
 	if b.env.Metrics != nil {
 		if err := b.env.Metrics.Servos(b.link.Name, sw.metrics); err != nil {
