@@ -102,10 +102,11 @@ func gathered(t *testing.T, reg *prometheus.Registry, name string, want map[stri
 	return 0, false
 }
 
-// A servo that overheats and one that goes silent, on the simulated bus:
+// A servo that goes silent and one that overheats, on the simulated bus:
 // each is a fault naming the servo by its ID (never the broadcast ID), said
 // once in the log, in /healthz and in the metrics, with the servo's
-// temperature and hardware error exported.
+// temperature and hardware error exported; the overheating also stops the
+// Emio until a person resumes it.
 func TestServoFaultsNameTheServo(t *testing.T) {
 	c := parseDefault(t, func(l *Link, p *EmioPlant) {
 		p.Camera.Kind, l.Clock = "none", "timer"
@@ -127,21 +128,6 @@ func TestServoFaultsNameTheServo(t *testing.T) {
 		}
 		return true
 	})
-	if err := b.Simulated.ForceOverheat(2); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "servo_hot", func() bool { _, ok := activeFault(b, "servo_hot"); return ok })
-	a, _ := activeFault(b, "servo_hot")
-	if !strings.HasPrefix(a.Detail, "servo 2: ") {
-		t.Errorf("servo_hot detail %q, want servo 2 named", a.Detail)
-	}
-	waitFor(t, "the overheating bit exported", func() bool {
-		v, _ := gathered(t, reg, "bridge_servo_hardware_error", map[string]string{"servo": "2", "error": "overheating"})
-		return v == 1
-	})
-	if v, ok := gathered(t, reg, "bridge_fault_active", map[string]string{"link": "emio", "fault": "servo_hot"}); !ok || v != 1 {
-		t.Errorf("bridge_fault_active{fault=servo_hot} = %v, %v", v, ok)
-	}
 	if err := b.Simulated.SetMissing(1, true); err != nil {
 		t.Fatal(err)
 	}
@@ -166,6 +152,31 @@ func TestServoFaultsNameTheServo(t *testing.T) {
 	if missed == 0 {
 		t.Error("no missed read exported")
 	}
+	if err := b.Simulated.SetMissing(1, false); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "running again", func() bool { return b.Link.State() == bridge.Running })
+	// An overheated servo stops the Emio until a person resumes it: the
+	// servo fault and the link's stop both say so.
+	if err := b.Simulated.ForceOverheat(2); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "servo_hot", func() bool { _, ok := activeFault(b, "servo_hot"); return ok })
+	a, _ := activeFault(b, "servo_hot")
+	if !strings.HasPrefix(a.Detail, "servo 2: ") || !strings.Contains(a.Advice, "`bridge resume emio`, which reboots it") {
+		t.Errorf("servo_hot detail %q, advice %q, want servo 2 named and the resume", a.Detail, a.Advice)
+	}
+	waitFor(t, "the overheating bit exported", func() bool {
+		v, _ := gathered(t, reg, "bridge_servo_hardware_error", map[string]string{"servo": "2", "error": "overheating"})
+		return v == 1
+	})
+	if v, ok := gathered(t, reg, "bridge_fault_active", map[string]string{"link": "emio", "fault": "servo_hot"}); !ok || v != 1 {
+		t.Errorf("bridge_fault_active{fault=servo_hot} = %v, %v", v, ok)
+	}
+	waitFor(t, "stopped", func() bool { _, ok := activeFault(b, "stopped"); return ok })
+	if a, _ := activeFault(b, "stopped"); !strings.Contains(a.Detail, "servo 2: overheating") || !strings.Contains(a.Detail, "`bridge resume emio`") {
+		t.Errorf("stopped detail %q, want servo 2's overheating and the link's resume", a.Detail)
+	}
 	if err := sup.Health(); !strings.Contains(fmt.Sprint(err), "a servo is overheating (servo 2: ") {
 		t.Errorf("health %v", err)
 	}
@@ -174,6 +185,9 @@ func TestServoFaultsNameTheServo(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), `msg="a servo is overheating"`); n != 1 {
 		t.Errorf("%d start lines for servo_hot, want 1", n)
+	}
+	if r := b.Simulated.Servo(2).Received(); r.Reboots != 0 {
+		t.Errorf("servo 2 rebooted %d times without a person", r.Reboots)
 	}
 }
 
