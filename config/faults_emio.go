@@ -17,8 +17,8 @@ import (
 type servoWatch struct {
 	m    *emio.Motors
 	link string // the link's name, for the command the advice names
-	mu sync.Mutex
-	st []emio.ServoStatus
+	mu   sync.Mutex
+	st   []emio.ServoStatus
 	// missed is each servo's missed reads at the last servo_silent poll.
 	missed map[byte]uint64
 }

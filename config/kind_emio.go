@@ -36,16 +36,16 @@ type EmioPlant struct {
 	NbMarkers *int `toml:"nb_markers"`
 	// Port: "sim", a device path, a /dev/serial/by-id name,
 	// "usb:VID:PID[:SERIAL]" or "auto" (the only U2D2).
-	Port            string   `toml:"port"`
-	Baud            int      `toml:"baud"`
-	IDs             []int    `toml:"ids"`
-	Mode            string   `toml:"mode"`
-	ProfileVelocity *int     `toml:"profile_velocity"`
+	Port            string `toml:"port"`
+	Baud            int    `toml:"baud"`
+	IDs             []int  `toml:"ids"`
+	Mode            string `toml:"mode"`
+	ProfileVelocity *int   `toml:"profile_velocity"`
 	// RejoinSpeed (rad/s) is how fast the goals go to the command after a
 	// set-up that held the servos where they stood (emio.Config).
-	RejoinSpeed *float64 `toml:"rejoin_speed"`
-	FastSyncRead    *bool    `toml:"fast_sync_read"`
-	LatencyTimer    Duration `toml:"latency_timer"`
+	RejoinSpeed  *float64 `toml:"rejoin_speed"`
+	FastSyncRead *bool    `toml:"fast_sync_read"`
+	LatencyTimer Duration `toml:"latency_timer"`
 	// Min and Max bound each command (rad); the link clamps to them.
 	Min []float64 `toml:"min"`
 	Max []float64 `toml:"max"`
