@@ -93,8 +93,7 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// The rejoin speed (rad/s) after a power cycle (docs/dynamixel.md "After a
-// power cycle").
+// The rejoin speed (rad/s) after a power cycle (docs/dynamixel.md §17).
 const (
 	// DefaultRejoinSpeed is about 57°/s: a 57° gap takes a second.
 	DefaultRejoinSpeed = 1.0
@@ -736,7 +735,7 @@ func (m *Motors) Missed() uint64 { return m.missed.Load() }
 // the goals: each goal then moves at most RejoinSpeed·Period from the
 // previous one per Command ("rejoin"), until every goal has reached the
 // command; from then on commands pass straight through, as emioapi's do
-// (docs/dynamixel.md "After a power cycle").
+// (docs/dynamixel.md §17, "After a power cycle").
 func (m *Motors) Command(u []float64) error {
 	if m.group == nil {
 		return ErrClosed

@@ -13,7 +13,7 @@ import (
 )
 
 // A servo's hardware error (overload, overheating, electrical shock, …) is a
-// stop that only a person may end (docs/dynamixel.md "A servo's hardware
+// stop that only a person may end (docs/dynamixel.md §18, "A servo's hardware
 // error"): the servo shuts its torque off and only a reboot re-enables it,
 // and the bridge never reboots or re-enables it on its own. The first reply
 // that carries the Alert bit latches the stop: the tick fails, the link
