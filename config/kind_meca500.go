@@ -275,8 +275,7 @@ func (p *Meca500Plant) build(b *builder) (*parts, error) {
 	}
 	ps.plant = arm
 	ps.closers = append(ps.closers, arm.Close)
-	ps.probes = append(ps.probes, mecaProbes(arm, b.link.Name)...)
-	ps.deps = append(ps.deps, bridge.Part{Name: "meca500 robot", Service: armHealth{arm}})
+	ps.probes = append(ps.probes, mecaProbes(arm)...)
 	// Connect now, as the Emio's servos are opened now; a robot that is
 	// not there yet leaves the link degraded and the supervisor retries.
 	ctx, cancel := context.WithTimeout(context.Background(), p.ConnectTimeout.Duration+p.StartupTimeout.Duration)

@@ -205,7 +205,7 @@ func TestMeca500EndToEnd(t *testing.T) {
 // An emergency stop under a supervisor: the link degrades, the stop's
 // release and reset start nothing (the robot is never activated again by
 // itself), /healthz says the robot is reachable and stopped and what the
-// person must do, the robot_stopped fault is on; a person's resume starts
+// person must do, the link's stopped fault is on with the arm's words; a person's resume starts
 // the arm, which streams to the target.
 func TestMeca500EStopWaitsForAPerson(t *testing.T) {
 	b := buildMeca500(t, testEnv(t), nil)
@@ -221,9 +221,9 @@ func TestMeca500EStopWaitsForAPerson(t *testing.T) {
 	if h := fmt.Sprint(sup.Health()); strings.Contains(h, "unreachable") {
 		t.Errorf("health %q: the robot is reachable", h)
 	}
-	waitFor(t, "the robot_stopped fault", func() bool {
+	waitFor(t, "the stopped fault", func() bool {
 		for _, a := range b.Faults.Active() {
-			if a.Name == "robot_stopped" && strings.Contains(a.Detail, want) {
+			if a.Name == "stopped" && strings.Contains(a.Detail, want) {
 				return true
 			}
 		}
