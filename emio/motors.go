@@ -112,9 +112,9 @@ type ServoStatus struct {
 	// Temperature Limit (address 31), in °C; NaN until read.
 	TemperatureC, LimitC float64
 	// HardwareError is Hardware Error Status (address 70), read when the
-	// servo raises its Alert bit and again every round while it lasts; 0
-	// once the Alert bit is gone (it mirrors a non-zero status,
-	// docs/dynamixel.md §4).
+	// servo raises its Alert bit and again every round while it lasts (by
+	// each Reopen while the servos are stopped); 0 once the Alert bit is
+	// gone (it mirrors a non-zero status, docs/dynamixel.md §4).
 	HardwareError dynamixel.HardwareError
 	// Alerts counts the servo's replies that carried the Alert bit.
 	Alerts uint64

@@ -32,12 +32,16 @@ func pulse(t testing.TB, rad float64) int64 {
 // pulses in one write with its torque on.
 func checkSteps(t *testing.T, sb *dxlsim.Bus, limit int64) {
 	t.Helper()
+	var largest int64
 	for _, s := range sb.Servos() {
-		if r := s.Received(); r.MaxGoalStep > limit {
+		r := s.Received()
+		largest = max(largest, r.MaxGoalStep)
+		if r.MaxGoalStep > limit {
 			t.Errorf("servo %d: its goal jumped %d pulses in one write (%.1f°), want at most %d", s.ID(), r.MaxGoalStep,
 				float64(r.MaxGoalStep)/dynamixel.PulsesPerRad*180/math.Pi, limit)
 		}
 	}
+	t.Logf("largest goal step with torque on: %d pulses (%.2f°), limit %d", largest, float64(largest)/dynamixel.PulsesPerRad*180/math.Pi, limit)
 }
 
 // The servos of a bus that lost power (the arm sagged meanwhile) come back
