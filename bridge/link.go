@@ -542,6 +542,7 @@ func (l *Link) Tick(ti *TickInfo) {
 			// The plant's own freshness fields keep moving (an age that
 			// grows, flags that say disconnected).
 			l.ager.Age(l.meas)
+			store(l.measShadow, l.meas)
 		}
 	}
 	// The datagram leaves at the tick's deadline (docs/architecture.md

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -198,4 +199,37 @@ func indexOf(s []string, v string) int {
 		}
 	}
 	return -1
+}
+
+// agingPlant's measurement carries its age: Age makes it grow while the
+// device is down.
+type agingPlant struct {
+	armPlant
+	ages atomic.Int64
+}
+
+func (p *agingPlant) Age(dst []float64) { dst[1] = float64(p.ages.Add(1)) }
+
+func (p *agingPlant) Reopen(context.Context) error { return errors.New("arm: still away") }
+
+// While the device is down, the measurement sent again (and the copy the
+// status view reads) has its freshness fields moved by the plant's Age.
+func TestStaleMeasurementAges(t *testing.T) {
+	p := &agingPlant{armPlant: armPlant{n: 1}}
+	l := armLink(t, "arm", &p.armPlant, plant.HaltHold)
+	l, err := bridge.NewLink(l.Config(), p, okExchanger{u: []float64{1}}, rt.NewClock(), nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sup := fastSupervisor(nil)
+	sup.AddLink(l, nil)
+	stop := serve(t, sup)
+	defer stop()
+	waitFor(t, "running", func() bool { return l.State() == bridge.Running })
+	l.DeviceFailed(errors.New("arm: cable pulled"))
+	m := make([]float64, 2)
+	waitFor(t, "the age growing in the stale measurement", func() bool { l.Measurement(m); return m[1] > 3 })
+	if l.Stale() == 0 {
+		t.Error("no stale tick counted")
+	}
 }

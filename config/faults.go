@@ -68,7 +68,7 @@ func linkProbes(l *bridge.Link, m *simulink.Master) []fault.Probe {
 			Events: l.Overruns,
 		},
 		{
-			Name: "device_down", Title: "the robot's device is not reachable; the bridge keeps trying to reopen it",
+			Name: "device_down", Title: "the robot's device is down; the bridge keeps trying to reopen it",
 			Advice: "check the cable and the power; the link resumes by itself when the device answers",
 			After:  time.Second,
 			Level: func() (bool, string) {
