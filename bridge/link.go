@@ -343,9 +343,11 @@ func (l *Link) Serve(ctx context.Context) error {
 		l.released, cause = false, ErrReleased
 		l.markDown()
 	}
-	if l.deviceUp.Load() {
+	switch {
+	case l.deviceUp.Load():
 		l.setState(Handshaking, CauseStart, nil)
-	} else {
+	case l.state != Degraded || cause != nil:
+		// A device that failed before the start said so already.
 		l.setState(Degraded, CauseStart, cause)
 	}
 	err = loop.Serve(ctx, l.Tick)
@@ -383,7 +385,7 @@ func (l *Link) halt() error {
 	defer l.devMu.Unlock()
 	policy := l.cfg.Halt
 	if !l.deviceUp.Load() {
-		if st, ok := l.plant.(plant.Stopper); ok {
+		if st, ok := l.plant.(plant.Stopper); ok && l.applied.Load() > 0 {
 			// A robot that keeps moving by itself: try once more to
 			// reach it, whatever the policy.
 			ctx, cancel := context.WithTimeout(context.Background(), stopMotionTimeout)

@@ -381,7 +381,8 @@ func (s *Supervisor) reopen(ctx context.Context, e *linkEntry, seed uint64) {
 			return
 		case <-l.DeviceDown():
 		}
-		if stops {
+		// A link that never commanded its robot has set nothing moving.
+		if stops && l.Applied() > 0 {
 			if err := l.stopMotion(ctx, st); err != nil {
 				s.logger.Warn("link "+l.Name()+": degraded, and the robot's motion could not be stopped: "+err.Error(), "link", l.Name(), "err", err)
 			} else {
