@@ -339,7 +339,7 @@ func (s *Supervisor) run(ctx context.Context, name string, svc Service, seed uin
 		d := bo.next(time.Now())
 		s.logger.Log(ctx, rep.level(err, time.Now()), "failed; restarting", "part", name, "err", err,
 			"ran", time.Since(start).Round(time.Millisecond), "retry_in", d.Round(time.Millisecond))
-		if !sleepCtx(ctx, d) {
+		if !sleepCtx(ctx, d, nil) {
 			return
 		}
 		if restarted != nil {
@@ -408,7 +408,7 @@ func (s *Supervisor) reopen(ctx context.Context, e *linkEntry, seed uint64) {
 			select {
 			case <-e.resume:
 			default:
-				if !s.sleepResume(ctx, d, e.resume) {
+				if !sleepCtx(ctx, d, e.resume) {
 					return
 				}
 			}
@@ -438,23 +438,6 @@ func (s *Supervisor) reopen(ctx context.Context, e *linkEntry, seed uint64) {
 			s.logger.Log(ctx, rep.level(err, time.Now()), msg, "link", l.Name(), "attempt", attempt, "err", err)
 		}
 	}
-}
-
-// sleepResume sleeps d, or less if a person asks to resume; false when ctx
-// is done.
-func (s *Supervisor) sleepResume(ctx context.Context, d time.Duration, resume <-chan struct{}) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-	case <-resume:
-	}
-	return true
 }
 
 var (
@@ -661,15 +644,18 @@ func (s *Supervisor) Progress() func() bool {
 	}
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
+// sleepCtx sleeps d, or less when wake fires (a person asks to resume; nil
+// never fires); false when ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
+	t := time.NewTimer(max(d, 0))
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return false
 	case <-t.C:
-		return true
+	case <-wake:
 	}
+	return ctx.Err() == nil
 }
 
 // String names a link for logs.

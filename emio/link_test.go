@@ -149,13 +149,11 @@ func atGoals(t *testing.T, sb *dxlsim.Bus, u []float64) bool {
 	return true
 }
 
-// The servos' power goes while the link runs and its partner commands a
-// position far from where they sag; when the power is back the supervisor
-// reopens them, and the goals the servos receive never step more than
-// rejoin speed × period (plus a pulse of rounding) in one write, from the
-// first open to the command reached again after the power cycle.
-func TestPowerCycleDuringRunningLink(t *testing.T) {
-	const period = 10 * time.Millisecond
+// openSimulated opens the Emio's four servos on a simulated bus, in
+// position mode, ticking at period; they close after the test's supervisor
+// has stopped (cleanups run last first).
+func openSimulated(t *testing.T, period time.Duration) (*dxlsim.Bus, *emio.Motors) {
+	t.Helper()
 	sb, err := dxlsim.NewBus(dxlsim.DefaultBusConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +169,18 @@ func TestPowerCycleDuringRunningLink(t *testing.T) {
 	if err := m.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { m.Close() }) // after the supervisor stops (cleanups run last first)
+	t.Cleanup(func() { m.Close() })
+	return sb, m
+}
+
+// The servos' power goes while the link runs and its partner commands a
+// position far from where they sag; when the power is back the supervisor
+// reopens them, and the goals the servos receive never step more than
+// rejoin speed × period (plus a pulse of rounding) in one write, from the
+// first open to the command reached again after the power cycle.
+func TestPowerCycleDuringRunningLink(t *testing.T) {
+	const period = 10 * time.Millisecond
+	sb, m := openSimulated(t, period)
 	u := []float64{0.5, 1.0, -1.0, 0}
 	l, _, wait := runLink(t, m, period, u)
 	wait("the command reached", func() bool { return l.State() == bridge.Running && !m.Rejoining() && atGoals(t, sb, u) })
@@ -207,22 +216,7 @@ func TestPowerCycleDuringRunningLink(t *testing.T) {
 // resume reboots the servo, which holds where it stands and rejoins.
 func TestOverloadDuringRunningLink(t *testing.T) {
 	const period = 10 * time.Millisecond
-	sb, err := dxlsim.NewBus(dxlsim.DefaultBusConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := emio.New(emio.Config{
-		IDs: []byte{0, 1, 2, 3}, Mode: dynamixel.ModePosition, ProfileVelocity: 1000, Fast: true, Link: "emio", Period: period,
-		Bus:  dynamixel.BusConfig{Baud: 1000000, LatencyTimer: time.Millisecond, Margin: 20 * time.Millisecond},
-		Open: func() (dynamixel.Port, error) { return dxlsim.NewPipe(sb), nil },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Open(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() }) // after the supervisor stops (cleanups run last first)
+	sb, m := openSimulated(t, period)
 	u := []float64{0.3, -0.3, 0.2, -0.2}
 	l, sup, wait := runLink(t, m, period, u)
 	wait("the command reached", func() bool { return l.State() == bridge.Running && !m.Rejoining() && atGoals(t, sb, u) })
