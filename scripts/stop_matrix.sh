@@ -9,7 +9,8 @@
 # velocities). Ports 127.0.0.1:2560x-2562x and 3330x are used.
 #
 # Usage: scripts/stop_matrix.sh KIND [N]   (needs Go, curl and python3)
-# RUN=path/to/bridge runs that binary as the bridge under test (an older
+# HALT=torque_off sets the link's halt policy (default: the embedded
+# default's, hold). RUN=path/to/bridge runs that binary as the bridge under test (an older
 # build, to see a defect), the simulators and partner staying this tree's.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,7 +29,7 @@ config() {
 		/^name = / { keep = ($3 == "\"" link "\""); if (keep) print "[[link]]" } keep' "$repo/bridge.toml" |
 		sed -e 's|^metrics = .*|metrics = ""|' -e 's|^log_format = .*|log_format = "json"|' \
 			-e 's|^remote = .*|remote = "127.0.0.1:25600"|' -e 's|^bind = .*|bind = "127.0.0.1:25602"|' \
-			-e 's|^listen = .*|listen = "127.0.0.1:25601"|' -e 's|^priority = .*|priority = 0|' -e "$2" >"$W/link.toml"
+			-e 's|^listen = .*|listen = "127.0.0.1:25601"|' -e 's|^priority = .*|priority = 0|' -e "s|^halt = \"hold\"|halt = \"${HALT:-hold}\"|" -e "$2" >"$W/link.toml"
 }
 
 case $kind in
@@ -102,7 +103,7 @@ for sig in TERM INT HUP; do
 		fi
 		grep -q '"halt applied"\|halt applied' "$W/run.log" || echo "stop $sig #$i: no halt in the log" >&2
 	done
-	echo "$kind SIG$sig: $n runs, $bad left the robot moving; last state: $(status)"
+	echo "$kind (halt ${HALT:-hold}) SIG$sig: $n runs, $bad left the robot moving; last state: $(status)"
 	left=$((left + bad))
 done
 echo "$kind: $total stops, $left left the robot moving ($invalid runs in which the robot never moved, not counted)"
