@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/labbridge/bridge/internal/headless"
 )
@@ -26,6 +27,12 @@ func TestPageInChromium(t *testing.T) {
 		s.Links[0].Seq = 1000 + n
 		s.Links[0].Status = append(s.Links[0].Status, fmt.Sprintf("poll %d", n))
 		s.Links[0].RTTMs = 0.1 + 0.01*float64(n%10)
+		s.Links = append(s.Links, Link{Name: "meca500", Kind: "meca500", State: "degraded", RateHz: 100, Seq: 52,
+			Measurement: []Vector{{Name: "joints", Unit: "°", Values: []float64{0, 0, 0, 0, 0, 0}}},
+			Command:     []Vector{{Name: "speeds", Unit: "°/s", Values: []float64{0, 0, 0, 0, 0, 0}}},
+			Faults: []Fault{{Name: "stopped", Title: "the robot is stopped and waits for a person",
+				Detail: "meca500: the robot at 192.168.0.100:10000 is stopped: emergency stop released but not reset: reset it at the power supply, then run `bridge resume meca500`",
+				Since:  time.Date(2026, 1, 2, 3, 4, 8, 0, time.UTC)}}})
 		return s
 	}, Thumbnail: func(link string, width int) (image.Image, bool) {
 		thumbs.Add(1)
@@ -49,7 +56,9 @@ func TestPageInChromium(t *testing.T) {
 			"30.0", "13 ms", `data-natural="320x240"`,
 			// The last warnings and errors.
 			"Last warnings and errors", "partner lost", "err=timeout after 3 ticks", "simulated device stopped",
-			"1 error, 1 warning"} {
+			"1 error, 1 warning",
+			// A stop that waits for a person offers the person's action.
+			"the robot is stopped and waits for a person", `<button class="resume" data-link="meca500">Resume: I have checked the robot</button>`} {
 			if !bytes.Contains([]byte(dom), []byte(want)) {
 				t.Errorf("the rendered page lacks %q", want)
 			}
