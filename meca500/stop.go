@@ -266,15 +266,15 @@ func (a *Arm) readStatus(ctx context.Context) error {
 // while the bridge streams; its velocity timeout would stop it anyway), and
 // the connection watchdog is turned off, as Halt does: the link commands
 // nothing until its reopen, and the watchdog would otherwise drop the
-// connection a latched reopen keeps. An unreachable robot is said to be so,
-// with the dead-men that stop it.
+// connection a latched reopen keeps. A robot it cannot reach was stopped
+// by its own velocity timeout.
 func (a *Arm) StopMotion(ctx context.Context) error {
 	a.mu.Lock()
 	up, canMove := a.st.connected, a.st.readyErr() == nil
 	a.mu.Unlock()
 	a.streaming, a.wdArmed = false, false
 	if !up {
-		return a.unreachable()
+		return a.stoppedByItself(nil)
 	}
 	var b []byte
 	if canMove {
@@ -287,8 +287,17 @@ func (a *Arm) StopMotion(ctx context.Context) error {
 		d = min(d, time.Until(dl))
 	}
 	if err := a.writeTimeout(b, max(d, time.Millisecond)); err != nil {
-		return fmt.Errorf("%w (%w)", a.unreachable(), err)
+		return a.stoppedByItself(err)
 	}
+	return nil
+}
+
+// stoppedByItself is StopMotion's outcome for a robot it cannot reach: the
+// robot's own velocity timeout (always set: 1 ms to 1 s) has stopped the
+// joints within VelTimeout of the last command, which nothing of the
+// bridge's can renew. Said at info level; not an error.
+func (a *Arm) stoppedByItself(cause error) error {
+	a.log.Info("the robot is unreachable; its velocity timeout stopped its joints within "+a.cfg.VelTimeout.String()+" of the last command", "err", cause)
 	return nil
 }
 
@@ -304,15 +313,6 @@ func (a *Arm) watchdogName() string {
 	return a.watchdog
 }
 
-// unreachable says that the robot cannot be told to stop, and what stops
-// it by itself.
-func (a *Arm) unreachable() error {
-	wd := "off, so it stops only when it notices the lost connection (§9)"
-	if a.cfg.Watchdog > 0 {
-		wd = fmt.Sprintf("drops the connection and pauses it within %v", a.cfg.Watchdog)
-	}
-	return fmt.Errorf("meca500: the robot at %s is unreachable; its velocity timeout stops the joints within %v of the last command, and its connection watchdog %s", a.addr, a.cfg.VelTimeout, wd)
-}
 
 // Health says whether the robot can be driven, and if not, whether it is
 // unreachable or reachable but stopped: for /healthz. Safe from any

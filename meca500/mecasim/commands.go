@@ -315,7 +315,9 @@ func (r *Robot) watchdog(rq request, t float64, now time.Duration) {
 	s.wdDeadline = now + s.wdTimeout
 	if first {
 		r.reply(rq, 2177, "1")
+		return
 	}
+	s.watchdogRefreshes++
 }
 
 // setRealTimeMonitoring enables the optional codes listed, or all of them

@@ -137,6 +137,9 @@ type Status struct {
 	Watchdog bool
 	// WatchdogExpiries counts the connection-watchdog expiries.
 	WatchdogExpiries int
+	// WatchdogRefreshes counts the ConnectionWatchdog commands received
+	// while it was armed.
+	WatchdogRefreshes int
 	// MotionCommands counts the Move* commands accepted into the queue.
 	MotionCommands int
 	// BufferFull counts the commands refused with [1000] (see
@@ -292,6 +295,7 @@ func (r *Robot) Status() Status {
 		Monitoring:        r.ctrl != nil && r.ctrl.monitoring,
 		Watchdog:          s.wdTimeout > 0,
 		WatchdogExpiries:  s.watchdogExpiries,
+		WatchdogRefreshes: s.watchdogRefreshes,
 		MotionCommands:    s.motionCommands,
 		BufferFull:        s.bufferFullRefused,
 		Queued:            len(s.queue),

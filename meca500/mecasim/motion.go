@@ -167,7 +167,7 @@ type state struct {
 	wasEOB, wasEOM bool
 
 	// Counters.
-	watchdogExpiries, motionCommands, bufferFullRefused, bufferFullPending int
+	watchdogExpiries, watchdogRefreshes, motionCommands, bufferFullRefused, bufferFullPending int
 }
 
 func (s *state) init(cfg Config) {
