@@ -313,7 +313,6 @@ func (a *Arm) watchdogName() string {
 	return a.watchdog
 }
 
-
 // Health says whether the robot can be driven, and if not, whether it is
 // unreachable or reachable but stopped: for /healthz. Safe from any
 // goroutine.
