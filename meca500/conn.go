@@ -50,17 +50,24 @@ func (a *Arm) reopen(ctx context.Context) error {
 	return a.start(ctx, a.cfg.ResetErrors)
 }
 
-// start connects if need be and brings the robot to streaming; resetOK
-// allows resetting a robot error.
-func (a *Arm) start(ctx context.Context, resetOK bool) error {
+// ensureConnected keeps a live connection and makes a new one in place of
+// one that dropped.
+func (a *Arm) ensureConnected(ctx context.Context) error {
 	a.mu.Lock()
 	up := a.st.connected
 	a.mu.Unlock()
-	if !up {
-		a.Close()
-		if err := a.connect(ctx); err != nil {
-			return err
-		}
+	if up {
+		return nil
+	}
+	a.Close()
+	return a.connect(ctx)
+}
+
+// start connects if need be and brings the robot to streaming; resetOK
+// allows resetting a robot error.
+func (a *Arm) start(ctx context.Context, resetOK bool) error {
+	if err := a.ensureConnected(ctx); err != nil {
+		return err
 	}
 	if err := a.startup(ctx, resetOK); err != nil {
 		if errors.Is(err, ErrDisconnected) || errors.Is(err, ErrNoReply) {

@@ -183,16 +183,10 @@ func (a *Arm) Latched() (bool, error) {
 // starts nothing, unless a person asked (armed) or restart_after_stop
 // allows it and no stop holds any more.
 func (a *Arm) reopenLatched(ctx context.Context, armed bool) error {
-	a.mu.Lock()
-	up := a.st.connected
-	a.mu.Unlock()
-	if !up {
-		a.Close()
-		if err := a.connect(ctx); err != nil {
-			a.mu.Lock()
-			defer a.mu.Unlock()
-			return a.latchedErrLocked(refused(armed), err)
-		}
+	if err := a.ensureConnected(ctx); err != nil {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.latchedErrLocked(refused(armed), err)
 	}
 	if err := a.readStatus(ctx); err != nil {
 		if errors.Is(err, ErrDisconnected) || errors.Is(err, ErrNoReply) {
