@@ -206,6 +206,14 @@ func indexOf(s []string, v string) int {
 type agingPlant struct {
 	armPlant
 	ages atomic.Int64
+	gone atomic.Bool // the cable is pulled: Measure fails
+}
+
+func (p *agingPlant) Measure(dst []float64) error {
+	if p.gone.Load() {
+		return errors.New("arm: cable pulled")
+	}
+	return p.armPlant.Measure(dst)
 }
 
 func (p *agingPlant) Age(dst []float64) { dst[1] = float64(p.ages.Add(1)) }
@@ -226,7 +234,7 @@ func TestStaleMeasurementAges(t *testing.T) {
 	stop := serve(t, sup)
 	defer stop()
 	waitFor(t, "running", func() bool { return l.State() == bridge.Running })
-	l.DeviceFailed(errors.New("arm: cable pulled"))
+	p.gone.Store(true)
 	m := make([]float64, 2)
 	waitFor(t, "the age growing in the stale measurement", func() bool { l.Measurement(m); return m[1] > 3 })
 	if l.Stale() == 0 {
