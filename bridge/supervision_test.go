@@ -36,12 +36,16 @@ type armPlant struct {
 	reopens  int
 	stall    chan struct{} // when set, Measure blocks on it
 	stalled  atomic.Bool   // a Measure is blocked on stall
+	unplug   atomic.Bool   // Measure fails: the adapter was pulled
 }
 
 func (p *armPlant) MeasureLen() int { return 2 }
 func (p *armPlant) CommandLen() int { return p.n }
 
 func (p *armPlant) Measure(dst []float64) error {
+	if p.unplug.Load() {
+		return errors.New("arm: unplugged")
+	}
 	p.mu.Lock()
 	stall := p.stall
 	p.measures++
@@ -387,7 +391,7 @@ func TestHaltOutcomeAtStop(t *testing.T) {
 			go func() { done <- sup.Serve(ctx) }()
 			waitFor(t, "ticks", func() bool { return l.Ticks() > 2 })
 			if tc.unplug {
-				l.DeviceFailed(errors.New("arm: unplugged"))
+				p.unplug.Store(true) // on the loop thread's next Measure
 				waitFor(t, "degraded", func() bool { return l.State() == bridge.Degraded })
 			}
 			cancel()
