@@ -76,6 +76,11 @@ func cmdInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		hw.NbMarkers = *nbMarkers
 	}
+	if err := ctx.Err(); err != nil {
+		// Interrupted while looking: what was found is incomplete, and a
+		// file saying "not found" would replace a good one.
+		return fmt.Errorf("bridge init: interrupted; %s was not written: %w", *out, err)
+	}
 	header := initHeader(*simulate, found, missing)
 	text, cfg, err := config.EmioFile(hw, header)
 	if err != nil {
@@ -85,7 +90,7 @@ func cmdInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		_, err := stdout.Write(text)
 		return err
 	}
-	if err := os.WriteFile(*out, text, 0o644); err != nil {
+	if err := saveFile(*out, text); err != nil {
 		return fmt.Errorf("bridge init: %w", err)
 	}
 	l := cfg.Links[0]
@@ -100,6 +105,31 @@ func cmdInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "next: bridge check%s, then bridge run%s (and start the Simulink model)\n", flag, flag)
 	if len(missing) > 0 {
 		fmt.Fprintf(stdout, "not found: %s; the file says what to change, or run bridge init again when it is connected\n", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// saveFile writes text to path through a temporary file in its folder,
+// renamed into place once whole: a failed or interrupted write leaves the
+// file that was there as it was.
+func saveFile(path string, text []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	_, err = f.Write(text)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("cannot write %s: %w", path, err)
 	}
 	return nil
 }

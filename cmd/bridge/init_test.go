@@ -170,3 +170,68 @@ func TestInitSimAndConfigPrint(t *testing.T) {
 		t.Errorf("config without -print: %d %q", code, stderr)
 	}
 }
+
+// cancelOn cancels when what is written contains a word: Ctrl-C at a known
+// moment of a command's output.
+type cancelOn struct {
+	mu     sync.Mutex
+	b      strings.Builder
+	word   string
+	cancel context.CancelFunc
+}
+
+func (w *cancelOn) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b.Write(p)
+	if strings.Contains(w.b.String(), w.word) {
+		w.cancel()
+	}
+	return len(p), nil
+}
+
+func (w *cancelOn) String() string { w.mu.Lock(); defer w.mu.Unlock(); return w.b.String() }
+
+// Ctrl-C during bridge init's servo scan, with -force over a good file:
+// init stops with 130, says it wrote nothing, and the file is as it was,
+// with no temporary file beside it.
+func TestInitInterruptedWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "u2d2")
+	simServosAt(t, link, "0,1,2,3")
+	out := filepath.Join(dir, "bridge.toml")
+	const good = "# a configuration that works\n"
+	if err := os.WriteFile(out, []byte(good), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The interrupt comes as the first servo is found, mid-scan.
+	stdout := &cancelOn{word: "servo 0:", cancel: cancel}
+	var stderr strings.Builder
+	code := run(ctx, []string{"init", "-port", link, "-ids", "0-20", "-bauds", "1000000,57600", "-camera", "none", "-force", "-out", out}, stdout, &stderr)
+	if code != 130 || !strings.Contains(stderr.String(), "interrupted; "+out+" was not written") {
+		t.Fatalf("init: exit %d\n%s%s", code, stdout, stderr.String())
+	}
+	if b, err := os.ReadFile(out); err != nil || string(b) != good {
+		t.Errorf("%s after the interrupt: %q, %v; want it as it was", out, b, err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 2 {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("files left in the folder: %v, want the link and the file", names)
+	}
+}
+
+// A file init cannot write is an error naming it, and nothing is left.
+func TestInitUnwritable(t *testing.T) {
+	dir := t.TempDir()
+	notDir := filepath.Join(dir, "file")
+	os.WriteFile(notDir, nil, 0o644)
+	code, _, stderr := runCLI(t, "init", "-sim", "-out", filepath.Join(notDir, "bridge.toml"))
+	if code != 1 || !strings.Contains(stderr, "cannot write "+filepath.Join(notDir, "bridge.toml")) {
+		t.Fatalf("init: exit %d %s", code, stderr)
+	}
+}

@@ -143,6 +143,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	case errors.Is(err, errUsage):
 		return 2
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		// Stopped by Ctrl-C or another signal before it was done: the
+		// shell's code for an interrupted command.
+		fmt.Fprintln(stderr, err)
+		return 130
 	}
 	fmt.Fprintln(stderr, err)
 	return 1
