@@ -109,3 +109,27 @@ func Link(slavePath, linkPath string) error {
 	}
 	return nil
 }
+
+// Baud returns the line rate the client last set on the slave (its output
+// speed, bit/s), read through the master: a pseudo-terminal keeps the rate a
+// client sets, though nothing paces its bytes, so a simulator can answer
+// only at the rate its devices use. TCGETS2 gives the rate as a number,
+// standard (B1000000) or not (BOTHER, 4500000) alike.
+func Baud(master *os.File) (int, error) {
+	rc, err := master.SyscallConn()
+	if err != nil {
+		return 0, fmt.Errorf("pty: %s: %w", master.Name(), err)
+	}
+	var t *unix.Termios
+	var opErr error
+	if err := rc.Control(func(fd uintptr) {
+		t, opErr = unix.IoctlGetTermios(int(fd), unix.TCGETS2)
+	}); err != nil {
+		// Control fails only on a closed file; say so as Read does.
+		return 0, fmt.Errorf("pty: %s: %w", master.Name(), os.ErrClosed)
+	}
+	if opErr != nil {
+		return 0, fmt.Errorf("pty: %s: get line rate: %w", master.Name(), opErr)
+	}
+	return int(t.Ospeed), nil
+}

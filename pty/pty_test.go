@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"go.bug.st/serial"
 	"golang.org/x/sys/unix"
 )
 
@@ -210,4 +211,46 @@ func Example() {
 	io.ReadFull(master, buf)
 	fmt.Printf("% X\n", buf)
 	// Output: FF FF FD 00 0A
+}
+
+// TestBaudIsWhatTheClientSet: the master reads the rate a serial library set
+// on the slave, standard or not, and again after the client changes it.
+func TestBaudIsWhatTheClientSet(t *testing.T) {
+	master, _, path := openPair(t)
+	for _, want := range []int{1000000, 57600, 4500000, 9600} {
+		port, err := serial.Open(path, &serial.Mode{BaudRate: want})
+		if err != nil {
+			t.Fatalf("serial.Open %s at %d: %v", path, want, err)
+		}
+		got, err := Baud(master)
+		port.Close()
+		if err != nil {
+			t.Fatalf("Baud: %v", err)
+		}
+		if got != want {
+			t.Errorf("Baud = %d after the client set %d", got, want)
+		}
+	}
+	port, err := serial.Open(path, &serial.Mode{BaudRate: 57600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer port.Close()
+	if err := port.SetMode(&serial.Mode{BaudRate: 2000000}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Baud(master); err != nil || got != 2000000 {
+		t.Errorf("Baud = %d, %v after SetMode 2000000", got, err)
+	}
+}
+
+func TestBaudOfAClosedMaster(t *testing.T) {
+	master, _, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	master.Close()
+	if _, err := Baud(master); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("Baud of a closed master: %v, want os.ErrClosed", err)
+	}
 }
