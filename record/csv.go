@@ -91,6 +91,8 @@ func dedupe(cols []string) []string {
 // hands each row's values to spill when there is one (a MAT-file's).
 type csvFile struct {
 	w     io.Writer
+	path  string
+	size  int64 // bytes of whole rows written
 	spill *spill
 	line  []byte
 	vals  []float64
@@ -98,11 +100,14 @@ type csvFile struct {
 	rows  uint64
 }
 
-func newCSV(w io.Writer, cols []string) (*csvFile, error) {
-	f := &csvFile{w: w, line: make([]byte, 0, 4096), vals: make([]float64, 0, len(cols))}
-	if _, err := io.WriteString(w, strings.Join(cols, ",")+"\n"); err != nil {
-		return nil, fmt.Errorf("record: %w", err)
+func newCSV(w io.Writer, path string, cols []string) (*csvFile, error) {
+	f := &csvFile{w: w, path: path, line: make([]byte, 0, 4096), vals: make([]float64, 0, len(cols))}
+	n, err := io.WriteString(w, strings.Join(cols, ",")+"\n")
+	if err != nil {
+		rollback(w, 0)
+		return nil, &WriteError{Path: path, Opened: true, Err: err}
 	}
+	f.size = int64(n)
 	return f, nil
 }
 
@@ -138,7 +143,6 @@ func (f *csvFile) values(ext int64, r *tap.Record) []float64 {
 // row writes one packet's row.
 func (f *csvFile) row(ext int64, r *tap.Record) error {
 	v := f.values(ext, r)
-	f.rows++
 	b := f.line[:0]
 	for i, x := range v {
 		if i == 1 {
@@ -152,8 +156,13 @@ func (f *csvFile) row(ext int64, r *tap.Record) error {
 	b[len(b)-1] = '\n'
 	f.line = b
 	if _, err := f.w.Write(b); err != nil {
-		return fmt.Errorf("record: %w", err)
+		// A disk that filled part way through the row: the file keeps
+		// only whole rows.
+		rollback(f.w, f.size)
+		return &WriteError{Path: f.path, Opened: true, Rows: f.rows, Err: err}
 	}
+	f.size += int64(len(b))
+	f.rows++
 	if f.spill != nil {
 		return f.spill.row(v)
 	}

@@ -21,18 +21,19 @@ import (
 
 // spill is one link's rows, row-major.
 type spill struct {
+	mat  string // the MAT-file it is for, for messages
 	f    *os.File
 	buf  []byte
 	cols []string
 	rows int
 }
 
-func newSpill(dir, link string, cols []string) (*spill, error) {
-	f, err := os.CreateTemp(dir, "."+link+"-*.spill")
+func newSpill(mat, link string, cols []string) (*spill, error) {
+	f, err := os.CreateTemp(filepath.Dir(mat), "."+link+"-*.spill")
 	if err != nil {
-		return nil, fmt.Errorf("record: %w", err)
+		return nil, &WriteError{Path: mat, Err: err}
 	}
-	return &spill{f: f, buf: make([]byte, 8*len(cols)), cols: cols}, nil
+	return &spill{mat: mat, f: f, buf: make([]byte, 8*len(cols)), cols: cols}, nil
 }
 
 func (s *spill) row(v []float64) error {
@@ -40,7 +41,7 @@ func (s *spill) row(v []float64) error {
 		binary.LittleEndian.PutUint64(s.buf[8*i:], math.Float64bits(x))
 	}
 	if _, err := s.f.Write(s.buf); err != nil {
-		return fmt.Errorf("record: spill: %w", err)
+		return &WriteError{Path: s.mat, Opened: true, Rows: uint64(s.rows), Err: err}
 	}
 	s.rows++
 	return nil
@@ -82,20 +83,19 @@ func (c *column) Read(p []byte) (int, error) {
 
 // writeMAT assembles path from the spills, one struct per link named
 // after it, and removes them.
+// writeMAT assembles path from the spills, one struct per link named
+// after it, and removes them. It writes a temporary file beside path and
+// renames it into place only when whole: a failure leaves an older path
+// as it was and no half file.
 func writeMAT(path string, names []string, spills []*spill) (err error) {
-	defer func() {
-		for _, s := range spills {
-			s.f.Close()
-			os.Remove(s.f.Name())
-		}
-	}()
+	defer removeSpills(spills)
 	var structs []matfile.Struct
 	for i, s := range spills {
 		st := matfile.Struct{Name: names[i]}
 		for k, name := range matNames(s.cols) {
 			f, err := os.Open(s.f.Name())
 			if err != nil {
-				return fmt.Errorf("record: %w", err)
+				return &WriteError{Path: path, Err: err}
 			}
 			defer f.Close()
 			st.Columns = append(st.Columns, matfile.Column{Name: name, Rows: s.rows,
@@ -105,30 +105,44 @@ func writeMAT(path string, names []string, spills []*spill) (err error) {
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
 	if err != nil {
-		return fmt.Errorf("record: %w", err)
+		return &WriteError{Path: path, Err: err}
 	}
 	defer os.Remove(tmp.Name()) // after the rename, nothing to remove
 	// CreateTemp makes it private; the CSVs beside it are not.
 	if err := tmp.Chmod(0o644); err != nil {
 		tmp.Close()
-		return fmt.Errorf("record: %w", err)
+		return &WriteError{Path: path, Err: err}
 	}
 	w := bufio.NewWriterSize(tmp, 1<<20)
 	if err := matfile.Write(w, "bridge record: one struct per link, one row per tick (docs/tap.md)", structs); err != nil {
 		tmp.Close()
-		return fmt.Errorf("record: %s: %w", path, err)
+		return &WriteError{Path: path, Err: err}
 	}
 	if err := w.Flush(); err != nil {
 		tmp.Close()
-		return fmt.Errorf("record: %w", err)
+		return &WriteError{Path: path, Err: err}
+	}
+	// On disk before the rename, so that a crash never leaves a named
+	// but empty file.
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return &WriteError{Path: path, Err: err}
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("record: %w", err)
+		return &WriteError{Path: path, Err: err}
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("record: %w", err)
+		return &WriteError{Path: path, Err: err}
 	}
 	return nil
+}
+
+// removeSpills closes and removes spill files.
+func removeSpills(spills []*spill) {
+	for _, s := range spills {
+		s.f.Close()
+		os.Remove(s.f.Name())
+	}
 }
 
 // matIdent makes a name a MATLAB identifier: a letter first, at most 63

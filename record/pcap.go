@@ -13,8 +13,10 @@ import (
 // around the datagram as it arrived, so that Wireshark and tshark decode it
 // with `-d udp.port==PORT,rtp`.
 type pcapWriter struct {
-	w   io.Writer
-	buf []byte
+	w       io.Writer
+	buf     []byte
+	size    int64  // bytes of whole records written
+	packets uint64 // records written
 }
 
 const linkTypeRaw = 101
@@ -28,9 +30,10 @@ func newPcap(w io.Writer) (*pcapWriter, error) {
 	le.PutUint32(h[16:], 65535)
 	le.PutUint32(h[20:], linkTypeRaw)
 	if _, err := w.Write(h[:]); err != nil {
-		return nil, fmt.Errorf("record: pcap: %w", err)
+		rollback(w, 0)
+		return nil, err
 	}
-	return &pcapWriter{w: w, buf: make([]byte, 0, 16+40+8+2048)}, nil
+	return &pcapWriter{w: w, buf: make([]byte, 0, 16+40+8+2048), size: int64(len(h))}, nil
 }
 
 // packet writes one datagram from src to dst received at t.
@@ -77,8 +80,11 @@ func (p *pcapWriter) packet(t time.Time, src, dst netip.AddrPort, payload []byte
 	be.PutUint16(udp[6:], 0) // no checksum: allowed over IPv4, and Wireshark does not insist
 	copy(b[16+ipLen+8:], payload)
 	if _, err := p.w.Write(b); err != nil {
-		return fmt.Errorf("record: pcap: %w", err)
+		rollback(p.w, p.size)
+		return err
 	}
+	p.size += int64(len(b))
+	p.packets++
 	return nil
 }
 

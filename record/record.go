@@ -38,10 +38,13 @@ type Config struct {
 	// address it came to, for its headers.
 	Pcap  io.Writer
 	Local netip.AddrPort
+	// PcapPath names Pcap in messages.
+	PcapPath string
 	// Mat, when set, is a MAT-file written at Close with one struct per
 	// link (the CSVs are written all the same).
 	Mat string
-	// Create opens an output file; nil = os.Create.
+	// Create opens an output file; nil = os.Create, and New then checks
+	// that the folders of Out and Mat take files.
 	Create func(path string) (io.WriteCloser, error)
 }
 
@@ -56,6 +59,11 @@ type Recorder struct {
 	order   []*stream
 	names   map[string]int
 	bad     uint64
+	// err is the first output that could not be written (a *WriteError):
+	// from then on nothing more is recorded.
+	err      error
+	closed   bool
+	closeErr error
 }
 
 // stream is one SSRC: one link of one bridge run.
@@ -89,12 +97,22 @@ func New(cfg Config) (*Recorder, error) {
 	}
 	if cfg.Create == nil {
 		cfg.Create = func(p string) (io.WriteCloser, error) { return os.Create(p) }
+		// A folder that takes no file is found now, not when the first
+		// packet comes (or never, when none does).
+		if err := probe(filepath.Dir(cfg.Out), cfg.Out); err != nil {
+			return nil, err
+		}
+		if cfg.Mat != "" && filepath.Dir(cfg.Mat) != filepath.Dir(cfg.Out) {
+			if err := probe(filepath.Dir(cfg.Mat), cfg.Mat); err != nil {
+				return nil, err
+			}
+		}
 	}
 	r := &Recorder{cfg: cfg, streams: make(map[uint32]*stream), names: make(map[string]int)}
 	if cfg.Pcap != nil {
 		p, err := newPcap(cfg.Pcap)
 		if err != nil {
-			return nil, err
+			return nil, &WriteError{Path: cfg.PcapPath, Opened: true, Err: err}
 		}
 		r.pcap = p
 	}
@@ -103,10 +121,15 @@ func New(cfg Config) (*Recorder, error) {
 
 // Packet handles one datagram received from src at t. A datagram that is
 // not a tap packet is an error and counted; it never stops the recorder.
+// An output that cannot be written is an error wrapping ErrWrite (a
+// *WriteError), and stops it: every later call returns the same error.
 func (r *Recorder) Packet(pkt []byte, src netip.AddrPort, t time.Time) error {
+	if err := r.Err(); err != nil {
+		return err
+	}
 	if r.pcap != nil {
 		if err := r.pcap.packet(t, src, r.cfg.Local, pkt); err != nil {
-			return err
+			return r.fail(&WriteError{Path: r.cfg.PcapPath, Opened: true, Rows: r.pcap.packets, Err: err})
 		}
 	}
 	var h rtp.Header
@@ -152,10 +175,37 @@ func (r *Recorder) Packet(pkt []byte, src netip.AddrPort, t time.Time) error {
 	}
 	if s.csv == nil {
 		if err := r.open(s); err != nil {
-			return err
+			return r.failLocked(err)
 		}
 	}
-	return s.write(ext)
+	if err := s.write(ext); err != nil {
+		if errors.Is(err, ErrWrite) {
+			return r.failLocked(err)
+		}
+		return err
+	}
+	return nil
+}
+
+// Err is the error that stopped the recorder, nil while it records.
+func (r *Recorder) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+func (r *Recorder) fail(err error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failLocked(err)
+}
+
+// failLocked stops the recorder at its first write error; r.mu is held.
+func (r *Recorder) failLocked(err error) error {
+	if r.err == nil {
+		r.err = err
+	}
+	return r.err
 }
 
 func (r *Recorder) countBad() {
@@ -185,21 +235,25 @@ func (r *Recorder) open(s *stream) error {
 	}
 	s.name = name
 	base := strings.TrimSuffix(r.cfg.Out, filepath.Ext(r.cfg.Out))
-	s.path = base + "." + name + ".csv"
-	f, err := r.cfg.Create(s.path)
+	path := base + "." + name + ".csv"
+	f, err := r.cfg.Create(path)
 	if err != nil {
-		return fmt.Errorf("record: %w", err)
+		return &WriteError{Path: path, Err: err}
 	}
-	s.file = f
 	cols := Columns(s.desc, s.m, s.c)
-	if s.csv, err = newCSV(f, cols); err != nil {
+	csv, err := newCSV(f, path, cols)
+	if err != nil {
+		f.Close()
 		return err
 	}
 	if r.cfg.Mat != "" {
-		if s.csv.spill, err = newSpill(filepath.Dir(r.cfg.Mat), name, cols); err != nil {
+		if csv.spill, err = newSpill(r.cfg.Mat, name, cols); err != nil {
+			f.Close()
 			return err
 		}
 	}
+	// Only now is s a file being written: Streams shows its path.
+	s.path, s.file, s.csv = path, f, csv
 	// The held packets first, in the order they came; the current one
 	// stays in s.rec for the caller to write after them.
 	var tmp tap.Record
@@ -212,6 +266,7 @@ func (r *Recorder) open(s *stream) error {
 			continue
 		}
 		if err := s.csv.row(h.ext, &tmp); err != nil {
+			s.held = nil
 			return err
 		}
 	}
@@ -229,21 +284,41 @@ func (s *stream) write(ext int64) error {
 }
 
 // Close writes what streams still hold (without a descriptor, by
-// position) and closes the files.
+// position), closes the files and assembles the MAT-file. It never
+// panics, whatever failed before, and returns the first error: the one
+// that stopped the recorder, if one did. After a write error nothing more
+// is written, and no MAT-file (an older one stays as it was). Calling it
+// again returns the same error.
 func (r *Recorder) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var errs []error
+	if r.closed {
+		return r.closeErr
+	}
+	r.closed = true
+	first := r.err
+	keep := func(err error) {
+		if first == nil && err != nil {
+			first = err
+		}
+	}
 	for _, s := range r.order {
-		if s.csv == nil && len(s.held) > 0 {
+		if r.err == nil && s.csv == nil && len(s.held) > 0 {
 			last := s.held[len(s.held)-1]
 			s.held = s.held[:len(s.held)-1]
 			if err := s.rec.Unmarshal(last.payload); err == nil {
-				errs = append(errs, r.open(s), s.write(last.ext))
+				if err := r.open(s); err != nil {
+					keep(r.failLocked(err))
+				} else if err := s.write(last.ext); err != nil {
+					keep(r.failLocked(err))
+				}
 			}
 		}
 		if s.file != nil {
-			errs = append(errs, s.file.Close())
+			if err := s.file.Close(); err != nil {
+				keep(&WriteError{Path: s.path, Opened: true, Rows: s.csv.rows, Err: err})
+			}
+			s.file = nil
 		}
 	}
 	if r.cfg.Mat != "" {
@@ -254,9 +329,14 @@ func (r *Recorder) Close() error {
 				names, spills = append(names, matIdent(s.name)), append(spills, s.csv.spill)
 			}
 		}
-		errs = append(errs, writeMAT(r.cfg.Mat, names, spills))
+		if first != nil {
+			removeSpills(spills)
+		} else {
+			keep(writeMAT(r.cfg.Mat, names, spills))
+		}
 	}
-	return errors.Join(errs...)
+	r.closeErr = first
+	return first
 }
 
 // Stream is what the recorder knows of one link.
@@ -308,8 +388,9 @@ func Listen(addr netip.AddrPort) (*net.UDPConn, error) {
 	return c, nil
 }
 
-// Serve reads datagrams from c into r until ctx ends or c fails; a bad
-// datagram goes to bad (which may be nil) and reading goes on.
+// Serve reads datagrams from c into r until ctx ends, c fails or an output
+// cannot be written (an error wrapping ErrWrite); a bad datagram goes to
+// bad (which may be nil) and reading goes on.
 func (r *Recorder) Serve(ctx context.Context, c *net.UDPConn, bad func(error)) error {
 	stop := context.AfterFunc(ctx, func() { c.SetReadDeadline(time.Now()) })
 	defer stop()
@@ -322,8 +403,13 @@ func (r *Recorder) Serve(ctx context.Context, c *net.UDPConn, bad func(error)) e
 			}
 			return fmt.Errorf("record: %w", err)
 		}
-		if err := r.Packet(buf[:n], src, time.Now()); err != nil && bad != nil {
-			bad(err)
+		if err := r.Packet(buf[:n], src, time.Now()); err != nil {
+			if errors.Is(err, ErrWrite) {
+				return err
+			}
+			if bad != nil {
+				bad(err)
+			}
 		}
 	}
 }

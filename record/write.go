@@ -1,0 +1,101 @@
+package record
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// ErrWrite is an output that cannot be created or written: the recording
+// stops there (docs/tap.md §5).
+var ErrWrite = errors.New("record: cannot write")
+
+// WriteError is an output file that could not be created (Opened false)
+// or written (Opened true); Rows were written to it before the failure,
+// whole, and are on disk.
+type WriteError struct {
+	Path   string
+	Opened bool
+	Rows   uint64
+	Err    error
+}
+
+func (e *WriteError) Error() string {
+	if !e.Opened {
+		return fmt.Sprintf("record: cannot write %s: %s", e.Path, Explain(e.Path, e.Err))
+	}
+	return fmt.Sprintf("record: writing %s stopped after %d rows, which are in the file: %s", e.Path, e.Rows, Explain(e.Path, e.Err))
+}
+
+func (e *WriteError) Unwrap() []error { return []error{ErrWrite, e.Err} }
+
+// Explain says in a user's words why path could not be created or
+// written, and what to do.
+func Explain(path string, err error) string {
+	dir := filepath.Dir(path)
+	switch {
+	case errors.Is(err, syscall.ENOSPC):
+		return "the disk is full; free some space or write elsewhere"
+	case errors.Is(err, syscall.EROFS):
+		return fmt.Sprintf("the folder %s is on a read-only file system; choose another -out", dir)
+	case errors.Is(err, syscall.ENOTDIR):
+		if f := fileInPath(dir); f != "" {
+			return fmt.Sprintf("%s is a file, not a folder; choose another -out", f)
+		}
+		return fmt.Sprintf("%s is not a folder; choose another -out", dir)
+	case errors.Is(err, syscall.EISDIR):
+		return fmt.Sprintf("%s is a folder; name a file, like -out %s", path, filepath.Join(path, "run.csv"))
+	case errors.Is(err, fs.ErrNotExist):
+		if fi, serr := os.Stat(dir); serr != nil || !fi.IsDir() {
+			return fmt.Sprintf("the folder %s does not exist; create it or choose another -out", dir)
+		}
+		return fmt.Sprintf("files cannot be created in %s (%v); choose another -out", dir, err)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Sprintf("the folder %s is not writable by this user; choose another -out", dir)
+	}
+	return fmt.Sprintf("%v; choose another -out", err)
+}
+
+// fileInPath is the nearest ancestor of dir that exists and is not a
+// folder, or "".
+func fileInPath(dir string) string {
+	for d := dir; ; d = filepath.Dir(d) {
+		if fi, err := os.Stat(d); err == nil {
+			if !fi.IsDir() {
+				return d
+			}
+			return ""
+		}
+		if p := filepath.Dir(d); p == d {
+			return ""
+		}
+	}
+}
+
+// probe creates and removes a file in dir, so that a folder that is
+// missing or not writable is found before anything is recorded.
+func probe(dir, path string) error {
+	f, err := os.CreateTemp(dir, ".bridge-record-*.probe")
+	if err != nil {
+		return &WriteError{Path: path, Err: err}
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return nil
+}
+
+// truncater is a file that can be cut back to its last whole row after a
+// write that failed part way.
+type truncater interface{ Truncate(int64) error }
+
+// rollback cuts w back to size, when it can, so that a failed write leaves
+// no half row behind.
+func rollback(w io.Writer, size int64) {
+	if t, ok := w.(truncater); ok {
+		_ = t.Truncate(size)
+	}
+}
