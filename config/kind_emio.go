@@ -106,6 +106,9 @@ type CameraTable struct {
 // Kind implements Plant.
 func (p *EmioPlant) Kind() string { return "emio" }
 
+// emioMaxServos bounds plant.ids: one Dynamixel bus of an Emio-shaped arm.
+const emioMaxServos = 16
+
 func (p *EmioPlant) defaults(l *Link) {
 	if p.KindName == "" {
 		p.KindName = "emio"
@@ -134,11 +137,14 @@ func (p *EmioPlant) defaults(l *Link) {
 	if p.FastSyncRead == nil {
 		p.FastSyncRead = new(true)
 	}
-	if p.Min == nil {
-		p.Min = repeat(-math.Pi/2, len(p.IDs))
-	}
-	if p.Max == nil {
-		p.Max = repeat(math.Pi/2, len(p.IDs))
+	// Too many IDs allocate nothing here: validate refuses them first.
+	if n := len(p.IDs); n >= 1 && n <= emioMaxServos {
+		if p.Min == nil {
+			p.Min = repeat(-math.Pi/2, n)
+		}
+		if p.Max == nil {
+			p.Max = repeat(math.Pi/2, n)
+		}
 	}
 	c := &p.Camera
 	if c.Kind == "" {
@@ -176,8 +182,8 @@ func (p *EmioPlant) validate(l *Link, v *validator) {
 	default:
 		v.bad("plant.baud", p.Baud, "9600, 57600, 115200, 1000000, 2000000, 3000000, 4000000 or 4500000")
 	}
-	if len(p.IDs) < 1 || len(p.IDs) > 16 {
-		v.bad("plant.ids", p.IDs, "1 to 16 servo IDs (the Emio: [0, 1, 2, 3])")
+	if len(p.IDs) < 1 || len(p.IDs) > emioMaxServos {
+		v.bad("plant.ids", p.IDs, fmt.Sprintf("1 to %d servo IDs (the Emio: [0, 1, 2, 3])", emioMaxServos))
 		return
 	}
 	seen := map[int]bool{}
@@ -205,8 +211,8 @@ func (p *EmioPlant) validate(l *Link, v *validator) {
 	c := &p.Camera
 	nm := *p.NbMarkers
 	switch {
-	case nm < 0 || nm > 16:
-		v.bad("plant.nb_markers", nm, "0..16 (the shipped models use 1 or 2)")
+	case nm < 0 || nm > maxMarkers:
+		v.bad("plant.nb_markers", nm, fmt.Sprintf("0..%d (the shipped models use 1 or 2)", maxMarkers))
 		return
 	case nm < 1 && c.Kind != "none":
 		v.bad("plant.nb_markers", nm, "1..16 with a camera")

@@ -45,6 +45,11 @@ func (p *SimPlant) defaults(*Link) {
 	if p.TimeConstant.Duration == 0 {
 		p.TimeConstant.Duration = 60 * time.Millisecond
 	}
+	// A count out of its range allocates nothing: validate refuses it
+	// (motors = 2000000000 once asked for 16 GB here).
+	if p.Motors < 1 || p.Motors > simMaxMotors {
+		return
+	}
 	if p.Min == nil {
 		p.Min = repeat(-math.Pi/2, p.Motors)
 	}
@@ -53,13 +58,19 @@ func (p *SimPlant) defaults(*Link) {
 	}
 }
 
+// simMaxMotors and maxMarkers bound the counts of the Emio-shaped kinds.
+const (
+	simMaxMotors = 16
+	maxMarkers   = 16
+)
+
 func (p *SimPlant) validate(_ *Link, v *validator) {
-	if p.Motors < 1 || p.Motors > 16 {
-		v.bad("plant.motors", p.Motors, "1..16")
+	if p.Motors < 1 || p.Motors > simMaxMotors {
+		v.bad("plant.motors", p.Motors, fmt.Sprintf("1..%d", simMaxMotors))
 		return
 	}
-	if n := *p.NbMarkers; n < 0 || n > 16 {
-		v.bad("plant.nb_markers", n, "0..16")
+	if n := *p.NbMarkers; n < 0 || n > maxMarkers {
+		v.bad("plant.nb_markers", n, fmt.Sprintf("0..%d", maxMarkers))
 		return
 	}
 	if d := p.TimeConstant.Duration; d < 0 || d > time.Minute {

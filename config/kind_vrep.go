@@ -110,6 +110,9 @@ func (p *VREPPlant) defaults(l *Link) {
 	setDefault(&p.Start, true)
 	defaultDuration(&p.ClientTimeout, 5*time.Second)
 	n := p.commandLen()
+	if n > vrep.MaxJoints {
+		return // validate refuses the length before anything is made from it
+	}
 	limit := 10.0 // rad/s: a wheel at about 1.6 turns a second
 	if p.mode == vrep.Position {
 		limit = math.Pi
@@ -178,6 +181,7 @@ func (p *VREPPlant) validate(l *Link, v *validator) {
 	} else {
 		if len(p.Joints) < 1 || len(p.Joints) > vrep.MaxJoints {
 			v.bad("plant.joints", len(p.Joints), fmt.Sprintf("1..%d object paths", vrep.MaxJoints))
+			return // a long list is not searched for duplicates
 		}
 		for i, j := range p.Joints {
 			if j == "" || strings.ContainsAny(j, "\x00\n") || slices.Index(p.Joints, j) != i {
@@ -207,6 +211,10 @@ func (p *VREPPlant) defaultAddress() string {
 // validateNames checks a mapping of an AZ link: names of allowed, each at
 // most once, at least least of them.
 func validateNames(v *validator, key string, names, allowed []string, least int) {
+	if len(names) > len(allowed) {
+		v.bad(key, fmt.Sprintf("%q", names), fmt.Sprintf("%d to %d of %s", least, len(allowed), strings.Join(allowed, ", ")))
+		return // a long list is not searched for duplicates
+	}
 	for i, n := range names {
 		if !slices.Contains(allowed, n) {
 			want := "one of " + strings.Join(allowed, ", ")
@@ -218,7 +226,7 @@ func validateNames(v *validator, key string, names, allowed []string, least int)
 			v.bad(fmt.Sprintf("%s[%d]", key, i), quote(n), "each element once")
 		}
 	}
-	if len(names) < least || len(names) > len(allowed) {
+	if len(names) < least {
 		v.bad(key, fmt.Sprintf("%q", names), fmt.Sprintf("%d to %d of %s", least, len(allowed), strings.Join(allowed, ", ")))
 	}
 }
