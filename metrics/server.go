@@ -28,13 +28,15 @@ var (
 )
 
 // HTTP timeouts. A scrape of this process takes well under a second
-// (docs/realtime.md §9.3); the limits only stop slow or stuck clients from
-// holding connections.
+// (docs/realtime.md §9.3); the limits stop slow or stuck clients from holding
+// one of the few connections (maxConns): headers dribbled in (slowloris) are
+// cut after readHeaderTimeout, a keep-alive connection idle for idleTimeout
+// is closed.
 const (
-	readHeaderTimeout = 5 * time.Second
+	readHeaderTimeout = 2 * time.Second
 	readTimeout       = 10 * time.Second
 	writeTimeout      = 30 * time.Second
-	idleTimeout       = 60 * time.Second
+	idleTimeout       = 5 * time.Second
 	shutdownTimeout   = 3 * time.Second
 )
 
@@ -73,14 +75,13 @@ func ListenWith(addr string, gatherer prometheus.Gatherer, health func() error, 
 	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelError)
 
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{
+	// Each endpoint has its own budget of requests in flight (limit.go).
+	mux.Handle("/metrics", inFlight(metricsInFlight, promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{
 		ErrorLog:      errLog,
 		ErrorHandling: promhttp.ContinueOnError, // a broken collector must not hide the others
-		// Scrapes allocate (§9.3); a handful in flight is plenty.
-		MaxRequestsInFlight: 4,
-		Timeout:             writeTimeout - time.Second,
-	}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		Timeout:       writeTimeout - time.Second,
+	})))
+	mux.Handle("GET /healthz", inFlight(healthzInFlight, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		plainText(w)
 		if health != nil {
 			if err := health(); err != nil {
@@ -90,14 +91,17 @@ func ListenWith(addr string, gatherer prometheus.Gatherer, health func() error, 
 			}
 		}
 		_, _ = io.WriteString(w, "ok\n")
-	})
+	})))
 	if index != nil {
-		mux.Handle("/", index)
+		// The snapshot and the thumbnails allocate: a budget each.
+		mux.Handle("/status.json", inFlight(snapshotInFlight, index))
+		mux.Handle("/camera/", inFlight(cameraInFlight, index))
+		mux.Handle("/", inFlight(pageInFlight, index))
 	} else {
-		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		mux.Handle("GET /{$}", inFlight(pageInFlight, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			plainText(w)
 			_, _ = io.WriteString(w, "bridge\n\n/metrics  Prometheus metrics\n/healthz  health: 200 ok or 503 with the reason\n")
-		})
+		})))
 	}
 
 	ln, err := net.Listen("tcp", addr)
@@ -135,11 +139,12 @@ func (s *Server) Serve(ctx context.Context) error {
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
+		ConnState:         connState,
 		ErrorLog:          s.errLog,
 	}
 	s.logger.Info("metrics: serving", "addr", s.addr.String())
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(newLimitListener(ln, maxConns)) }()
 
 	select {
 	case err := <-errc: // the listener failed on its own; Serve closed it

@@ -9,11 +9,13 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/labbridge/bridge/plant"
 )
@@ -235,5 +237,75 @@ func TestListenWithIndex(t *testing.T) {
 	}
 	if code, body := get(t, base+"/metrics"); code != http.StatusOK || strings.HasPrefix(body, "index") {
 		t.Errorf("GET /metrics = %d %q, want the metrics", code, body)
+	}
+}
+
+// Each endpoint has its own budget of requests in flight: beyond it a request
+// gets 503 with Retry-After before any work is done, and a full /metrics or
+// status page leaves /healthz answering.
+func TestServerInFlightBudgets(t *testing.T) {
+	entered := make(chan string)
+	release := make(chan struct{})
+	var indexCalls atomic.Int64
+	gatherer := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		entered <- "/metrics"
+		<-release
+		return nil, nil
+	})
+	index := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		indexCalls.Add(1)
+		entered <- r.URL.Path
+		<-release
+		_, _ = io.WriteString(w, "index\n")
+	})
+	srv, err := ListenWith("127.0.0.1:0", gatherer, nil, index, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	base := "http://" + srv.Addr().String()
+	var wg sync.WaitGroup
+	defer func() {
+		close(release) // before waiting: the held requests end
+		wg.Wait()
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve = %v", err)
+		}
+	}()
+
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 60 * time.Second}
+	for _, tt := range []struct {
+		path   string
+		budget int
+	}{
+		{"/metrics", metricsInFlight},
+		{"/status.json", snapshotInFlight},
+		{"/camera/x.jpg", cameraInFlight},
+		{"/", pageInFlight},
+	} {
+		for range tt.budget {
+			wg.Go(func() { _, _ = getWith(client, base+tt.path) })
+			if got := <-entered; got != tt.path {
+				t.Fatalf("entered %s, want %s", got, tt.path)
+			}
+		}
+		calls := indexCalls.Load()
+		resp, err := client.Get(base + tt.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+			t.Errorf("GET %s beyond %d in flight = %d, Retry-After %q; want 503 with Retry-After", tt.path, tt.budget, resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
+		if indexCalls.Load() != calls {
+			t.Errorf("GET %s beyond its budget reached the handler", tt.path)
+		}
+		if code, body := getWith(client, base+"/healthz"); code != http.StatusOK {
+			t.Errorf("/healthz with %s full = %d %q, want 200", tt.path, code, body)
+		}
 	}
 }

@@ -1,0 +1,273 @@
+package metrics
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Beyond its limit the listener closes the oldest idle connection to admit a
+// new one, and answers 503 and closes the new one when every one is busy.
+func TestLimitListenerEvictsIdleShedsBusy(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLimitListener(inner, 2)
+	type accepted struct {
+		c   net.Conn
+		err error
+	}
+	acc := make(chan accepted)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			acc <- accepted{c, err}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	defer func() {
+		_ = l.Close()
+		for a := range acc { // the accept loop ends on the closed listener
+			if a.err != nil {
+				break
+			}
+			a.c.Close()
+		}
+		<-done
+	}()
+	dial := func() net.Conn {
+		t.Helper()
+		c, err := net.Dial("tcp", inner.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	next := func() *limitConn {
+		t.Helper()
+		a := <-acc
+		if a.err != nil {
+			t.Fatal(a.err)
+		}
+		return a.c.(*limitConn)
+	}
+
+	_ = dial()
+	a := next()
+	a.state.Store(int32(http.StateActive))
+	cb := dial()
+	_ = next() // new: idle until it sends a request
+	_ = dial()
+	c := next()
+	if got := l.evicted.Load(); got != 1 {
+		t.Fatalf("evicted = %d, want 1", got)
+	}
+	_ = cb.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if _, err := cb.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Errorf("read on the evicted client = %v, want EOF", err)
+	}
+	if l.open() != 2 {
+		t.Errorf("open = %d, want 2", l.open())
+	}
+
+	c.state.Store(int32(http.StateActive))
+	cd := dial()
+	_ = cd.SetReadDeadline(time.Now().Add(30 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(cd), nil)
+	if err != nil {
+		t.Fatalf("shed client: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("shed client got %d, Retry-After %q; want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if got := l.shed.Load(); got != 1 {
+		t.Errorf("shed = %d, want 1", got)
+	}
+	// Closing twice releases the place once.
+	a.Close()
+	a.Close()
+	if l.open() != 1 {
+		t.Errorf("open after closing one = %d, want 1", l.open())
+	}
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("counting open files: %v", err)
+	}
+	return len(ents)
+}
+
+func heapInuse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
+
+// A flood of idle connections (20,000 once took every file descriptor of the
+// process) leaves the server with at most maxConns of them open, its heap
+// bounded, and /healthz answering.
+func TestServerIdleFlood(t *testing.T) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Skipf("RLIMIT_NOFILE: %v", err)
+	}
+	if lim.Cur < lim.Max {
+		raised := lim
+		raised.Cur = lim.Max
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised); err == nil {
+			t.Cleanup(func() { _ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim) })
+			lim = raised
+		}
+	}
+	base := startServer(t, prometheus.NewRegistry(), nil)
+	addr := base[len("http://"):]
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 60 * time.Second}
+	if code, _ := getWith(client, base+"/healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz before the flood: %d", code)
+	}
+
+	fdsBefore, heapBefore := openFDs(t), heapInuse()
+	n := min(4000, int(min(lim.Cur, 1<<20))-fdsBefore-maxConns-256)
+	if n < 4*maxConns {
+		t.Skipf("RLIMIT_NOFILE %d leaves room for %d connections: too few to flood", lim.Cur, n)
+	}
+	clients := make([]net.Conn, 0, n)
+	t.Cleanup(func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	})
+	serverFDs := 0 // the most seen: open files less the test's own
+	sampleFDs := func() { serverFDs = max(serverFDs, openFDs(t)-fdsBefore-len(clients)) }
+	d := net.Dialer{Timeout: 30 * time.Second}
+	for i := range n {
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Logf("flood stopped at %d connections: %v", i, err)
+			break
+		}
+		clients = append(clients, c)
+		if i%250 == 0 {
+			sampleFDs()
+		}
+	}
+	if len(clients) < 4*maxConns {
+		t.Skipf("only %d connections opened: too few to flood", len(clients))
+	}
+	sampleFDs()
+	code, body := getWith(client, base+"/healthz")
+	if code != http.StatusOK {
+		t.Errorf("/healthz during the flood = %d %q, want 200", code, body)
+	}
+	sampleFDs()
+	heapDuring := heapInuse()
+	const fdMargin = 16
+	if serverFDs > maxConns+fdMargin {
+		t.Errorf("the server held %d more open files with %d clients connected, want at most %d", serverFDs, len(clients), maxConns+fdMargin)
+	}
+	// Without the limit each connection holds about 8 KiB of buffers.
+	const heapBound = 16 << 20
+	if heapDuring > heapBefore+heapBound {
+		t.Errorf("heap in use %d bytes during the flood, %d before: grew more than %d", heapDuring, heapBefore, heapBound)
+	}
+
+	for _, c := range clients {
+		c.Close()
+	}
+	clients = clients[:0]
+	deadline := time.Now().Add(60 * time.Second)
+	for openFDs(t) > fdsBefore+fdMargin {
+		if time.Now().After(deadline) {
+			t.Fatalf("open files %d after the flood, %d before", openFDs(t), fdsBefore)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	fdsAfter, heapAfter := openFDs(t), heapInuse()
+	t.Logf("flood of %d idle connections (RLIMIT_NOFILE %d): open files before %d, server's during at most +%d, after %d; heap in use before %.1f MiB, during %.1f MiB, after %.1f MiB",
+		n, lim.Cur, fdsBefore, serverFDs, fdsAfter, mib(heapBefore), mib(heapDuring), mib(heapAfter))
+}
+
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }
+
+func getWith(c *http.Client, url string) (int, string) {
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// waitClosed reads c until the server closes it; a client's own deadline,
+// far past the server's timeouts, is a failure.
+func waitClosed(t *testing.T, c net.Conn, what string) {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
+	_, err := io.Copy(io.Discard, c)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("%s: the server never closed the connection", what)
+	}
+}
+
+// Clients that send half a header and hold it (slowloris), and keep-alive
+// connections left idle, are closed by the server.
+func TestServerClosesSlowAndIdle(t *testing.T) {
+	base := startServer(t, prometheus.NewRegistry(), nil)
+	addr := base[len("http://"):]
+	var wg sync.WaitGroup
+	for i := range 8 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow"); err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() { waitClosed(t, c, "slowloris "+strconv.Itoa(i)) })
+	}
+
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Close {
+		t.Fatalf("keep-alive /healthz = %d, close %v", resp.StatusCode, resp.Close)
+	}
+	wg.Go(func() { waitClosed(t, c, "idle keep-alive") })
+	wg.Wait()
+}
