@@ -546,8 +546,11 @@ func (s *Supervisor) emit(e *linkEntry, ev Event) {
 	if ev.Err != nil {
 		attrs = append(attrs, "err", ev.Err)
 	}
+	// Leaving running is what a person must hear of (a partner lost, a
+	// device down), and what the page's last warnings show; the stop
+	// itself is not.
 	level := slog.LevelInfo
-	if ev.To == Degraded {
+	if ev.To == Degraded || ev.From == Running && ev.To != Running && ev.Cause != CauseStop {
 		level = slog.LevelWarn
 	}
 	s.logger.Log(context.Background(), level, says, attrs...)

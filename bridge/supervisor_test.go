@@ -3,6 +3,8 @@ package bridge
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -88,5 +90,27 @@ func TestSupervisorRestartsFailedService(t *testing.T) {
 	}
 	if n := f.calls.Load(); n != 4 {
 		t.Errorf("%d calls, want 4 (3 failures, then it ran until stop)", n)
+	}
+}
+
+// Leaving running is a warning (the partner lost, a device down), so that
+// it reaches the page's last warnings; entering running and the stop are
+// not.
+func TestLeavingRunningIsAWarning(t *testing.T) {
+	for _, tc := range []struct {
+		ev   Event
+		want string
+	}{
+		{Event{Link: "m", From: Running, To: Handshaking, Cause: CausePartnerLost}, "level=WARN"},
+		{Event{Link: "m", From: Running, To: Degraded, Cause: CauseDeviceError}, "level=WARN"},
+		{Event{Link: "m", From: Handshaking, To: Running, Cause: CauseHandshake}, "level=INFO"},
+		{Event{Link: "m", From: Running, To: Stopped, Cause: CauseStop}, "level=INFO"},
+	} {
+		var b strings.Builder
+		s := NewSupervisor(SupervisorConfig{Logger: slog.New(slog.NewTextHandler(&b, nil))})
+		s.emit(&linkEntry{}, tc.ev)
+		if !strings.Contains(b.String(), tc.want) {
+			t.Errorf("%v -> %v (%s): %q, want %s", tc.ev.From, tc.ev.To, tc.ev.Cause, b.String(), tc.want)
+		}
 	}
 }
