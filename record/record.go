@@ -112,7 +112,7 @@ func New(cfg Config) (*Recorder, error) {
 	if cfg.Pcap != nil {
 		p, err := newPcap(cfg.Pcap)
 		if err != nil {
-			return nil, &WriteError{Path: cfg.PcapPath, Opened: true, Err: err}
+			return nil, &WriteError{Path: cfg.PcapPath, Flag: "-pcap", Opened: true, Err: err}
 		}
 		r.pcap = p
 	}
@@ -129,7 +129,7 @@ func (r *Recorder) Packet(pkt []byte, src netip.AddrPort, t time.Time) error {
 	}
 	if r.pcap != nil {
 		if err := r.pcap.packet(t, src, r.cfg.Local, pkt); err != nil {
-			return r.fail(&WriteError{Path: r.cfg.PcapPath, Opened: true, Rows: r.pcap.packets, Err: err})
+			return r.fail(&WriteError{Path: r.cfg.PcapPath, Flag: "-pcap", Opened: true, Rows: r.pcap.packets, Err: err})
 		}
 	}
 	var h rtp.Header

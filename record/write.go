@@ -22,42 +22,50 @@ type WriteError struct {
 	Opened bool
 	Rows   uint64
 	Err    error
+	// Flag is the command-line flag that named Path, for the advice; "" is
+	// -out.
+	Flag string
 }
 
 func (e *WriteError) Error() string {
 	if !e.Opened {
-		return fmt.Sprintf("record: cannot write %s: %s", e.Path, Explain(e.Path, e.Err))
+		return fmt.Sprintf("record: cannot write %s: %s", e.Path, explain(e.Path, e.Flag, e.Err))
 	}
-	return fmt.Sprintf("record: writing %s stopped after %d rows, which are in the file: %s", e.Path, e.Rows, Explain(e.Path, e.Err))
+	return fmt.Sprintf("record: writing %s stopped after %d rows, which are in the file: %s", e.Path, e.Rows, explain(e.Path, e.Flag, e.Err))
 }
 
 func (e *WriteError) Unwrap() []error { return []error{ErrWrite, e.Err} }
 
-// Explain says in a user's words why path could not be created or
-// written, and what to do.
-func Explain(path string, err error) string {
+// Explain says in a user's words why path, named by -out, could not be
+// created or written, and what to do.
+func Explain(path string, err error) string { return explain(path, "", err) }
+
+func explain(path, flag string, err error) string {
+	if flag == "" {
+		flag = "-out"
+	}
 	dir := filepath.Dir(path)
 	switch {
 	case errors.Is(err, syscall.ENOSPC):
 		return "the disk is full; free some space or write elsewhere"
 	case errors.Is(err, syscall.EROFS):
-		return fmt.Sprintf("the folder %s is on a read-only file system; choose another -out", dir)
+		return fmt.Sprintf("the folder %s is on a read-only file system; choose another %s", dir, flag)
 	case errors.Is(err, syscall.ENOTDIR):
 		if f := fileInPath(dir); f != "" {
-			return fmt.Sprintf("%s is a file, not a folder; choose another -out", f)
+			return fmt.Sprintf("%s is a file, not a folder; choose another %s", f, flag)
 		}
-		return fmt.Sprintf("%s is not a folder; choose another -out", dir)
+		return fmt.Sprintf("%s is not a folder; choose another %s", dir, flag)
 	case errors.Is(err, syscall.EISDIR):
-		return fmt.Sprintf("%s is a folder; name a file, like -out %s", path, filepath.Join(path, "run.csv"))
+		return fmt.Sprintf("%s is a folder; give %s a file name in it", path, flag)
 	case errors.Is(err, fs.ErrNotExist):
 		if fi, serr := os.Stat(dir); serr != nil || !fi.IsDir() {
-			return fmt.Sprintf("the folder %s does not exist; create it or choose another -out", dir)
+			return fmt.Sprintf("the folder %s does not exist; create it or choose another %s", dir, flag)
 		}
-		return fmt.Sprintf("files cannot be created in %s (%v); choose another -out", dir, err)
+		return fmt.Sprintf("files cannot be created in %s (%v); choose another %s", dir, err, flag)
 	case errors.Is(err, fs.ErrPermission):
-		return fmt.Sprintf("the folder %s is not writable by this user; choose another -out", dir)
+		return fmt.Sprintf("the folder %s is not writable by this user; choose another %s", dir, flag)
 	}
-	return fmt.Sprintf("%v; choose another -out", err)
+	return fmt.Sprintf("%v; choose another %s", err, flag)
 }
 
 // fileInPath is the nearest ancestor of dir that exists and is not a

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/netip"
@@ -44,20 +45,25 @@ func cmdRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer conn.Close()
-	if *pcapPath != "" {
-		f, err := os.Create(*pcapPath)
-		if err != nil {
-			return fmt.Errorf("bridge record: %w", err)
-		}
-		defer f.Close()
-		cfg.Pcap = f
-	}
 	if local, ok := conn.LocalAddr().(interface{ AddrPort() netip.AddrPort }); ok && !listen.addr().Addr().IsMulticast() {
 		cfg.Local = local.AddrPort()
 	}
+	// Every output is opened, or its folder tried, before anything is
+	// said to be recorded (docs/tap.md §5).
+	if *pcapPath != "" {
+		f, err := os.Create(*pcapPath)
+		if err != nil {
+			return fmt.Errorf("bridge %w", &record.WriteError{Path: *pcapPath, Flag: "-pcap", Err: err})
+		}
+		defer f.Close()
+		cfg.Pcap, cfg.PcapPath = f, *pcapPath
+	}
 	rec, err := record.New(cfg)
 	if err != nil {
-		return err
+		if *pcapPath != "" {
+			os.Remove(*pcapPath) // not a recording: nothing was recorded
+		}
+		return fmt.Errorf("bridge %w", err)
 	}
 	fmt.Fprintf(stderr, "recording the taps arriving on %v into %s (Ctrl-C stops)\n", listen.addr(), *out)
 	ctx, cancel := withDuration(ctx, *duration)
@@ -66,6 +72,7 @@ func cmdRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var badMu sync.Mutex
 	var lastBad error
 	wg.Go(func() {
+		// A write error ends Serve, and the recording with it.
 		err = rec.Serve(ctx, conn, func(e error) { badMu.Lock(); lastBad = e; badMu.Unlock() })
 		cancel()
 	})
@@ -92,6 +99,10 @@ func cmdRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "no tap packet arrived on %v: start the bridge with -tap %v (or set [link.tap] address)\n", listen.addr(), listen.addr())
 	}
 	for _, s := range streams {
+		if s.Path == "" {
+			fmt.Fprintf(stdout, "%s: nothing written; %s (%.0f packets/s)\n", streamName(s), s.Counts, s.Rate)
+			continue
+		}
 		fmt.Fprintf(stdout, "%s: %d rows in %s; %s (%.0f packets/s)\n", streamName(s), s.Rows, s.Path, s.Counts, s.Rate)
 	}
 	if cfg.Mat != "" && closeErr == nil && len(streams) > 0 {
@@ -103,13 +114,23 @@ func cmdRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		badMu.Unlock()
 	}
 	if err != nil {
+		if errors.Is(err, record.ErrWrite) {
+			return fmt.Errorf("bridge %w", err)
+		}
 		return err
 	}
-	return closeErr
+	if closeErr != nil {
+		return fmt.Errorf("bridge %w", closeErr)
+	}
+	return nil
 }
 
 // progress is the live line: each link's packets, rate and losses.
 func progress(r *record.Recorder) string {
+	if err := r.Err(); err != nil {
+		// Nothing more is written: no progress to show.
+		return "stopped: " + err.Error()
+	}
 	streams, bad := r.Streams()
 	if len(streams) == 0 {
 		return "waiting for tap packets…"

@@ -12,6 +12,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pion/rtp"
+
+	"github.com/labbridge/bridge/tap"
 )
 
 // freeUDPPort is a loopback UDP port free a moment ago.
@@ -95,5 +99,131 @@ func TestRecordSim(t *testing.T) {
 	}
 	if fi, err := os.Stat(filepath.Join(dir, "run.pcap")); err != nil || fi.Size() < 1000 {
 		t.Errorf("pcap: %v", err)
+	}
+}
+
+// An -out or -pcap whose folder takes no file stops bridge record at once,
+// before it says it records: exit 1, the path and the reason in the
+// user's words, and nothing left on disk.
+func TestRecordRefusesOutput(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "somefile")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	none := filepath.Join(dir, "none")
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-out", filepath.Join(none, "run.csv")},
+			"bridge record: cannot write " + filepath.Join(none, "run.csv") + ": the folder " + none + " does not exist; create it or choose another -out"},
+		{[]string{"-out", filepath.Join(none, "run.mat")}, "bridge record: cannot write " + filepath.Join(none, "run.mat") + ": the folder " + none + " does not exist"},
+		{[]string{"-out", filepath.Join(file, "run.csv")}, "bridge record: cannot write " + filepath.Join(file, "run.csv") + ": " + file + " is a file, not a folder; choose another -out"},
+		{[]string{"-out", filepath.Join(dir, "run.csv"), "-pcap", filepath.Join(none, "run.pcap")},
+			"bridge record: cannot write " + filepath.Join(none, "run.pcap") + ": the folder " + none + " does not exist; create it or choose another -pcap"},
+		// The pcap could be created, the CSVs' folder not: the pcap goes.
+		{[]string{"-out", filepath.Join(none, "run.csv"), "-pcap", filepath.Join(dir, "run.pcap")}, "cannot write " + filepath.Join(none, "run.csv")},
+	}
+	if fi, err := os.Stat("/proc/self"); err == nil && fi.IsDir() {
+		cases = append(cases, struct {
+			args []string
+			want string
+		}{[]string{"-out", "/proc/run.csv"}, "bridge record: cannot write /proc/run.csv: files cannot be created in /proc"})
+	}
+	for _, c := range cases {
+		args := append([]string{"record", "-listen", fmt.Sprintf("127.0.0.1:%d", freeUDPPort(t)), "-duration", "1m"}, c.args...)
+		var stdout, stderr bytes.Buffer
+		if code := run(t.Context(), args, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), c.want) ||
+			strings.Contains(stderr.String(), "recording the taps") {
+			t.Errorf("%v: exit %d, stderr %q, want exit 1 and %q only", c.args, code, stderr.String(), c.want)
+		}
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 1 {
+		t.Errorf("left in the folder: %v", left)
+	}
+}
+
+// tapPacket is tap packet i of the link, with its descriptor.
+func tapPacket(t *testing.T, link string, i int) []byte {
+	t.Helper()
+	r := tap.Record{Status: 1, State: 2, Seq: int64(i), Tick: uint64(i), Deadline: 1_700_000_000_000_000_000 + int64(i)*10_000_000,
+		Flags: tap.FlagDescriptor, ReplyLatency: -1, Measurement: []float64{float64(i)}, Command: []float64{0}, Applied: []float64{0},
+		Descriptor: &tap.Descriptor{Link: link, RateHz: 100, Measure: []tap.Field{{Name: "x", Unit: "mm", Len: 1}}, Command: []tap.Field{{Name: "v", Len: 1}}}}
+	h := rtp.Header{Version: 2, PayloadType: 96, SequenceNumber: uint16(i), SSRC: 7}
+	b := make([]byte, h.MarshalSize()+r.MarshalSize())
+	n, err := h.MarshalTo(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.MarshalTo(b[n:]); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// recordUntilStopped runs bridge record with args while tap packets of
+// link "emio" arrive, until it stops by itself.
+func recordUntilStopped(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	port := freeUDPPort(t)
+	var out, errb bytes.Buffer
+	done := make(chan int)
+	go func() {
+		done <- run(t.Context(), append([]string{"record", "-listen", fmt.Sprintf("127.0.0.1:%d", port), "-duration", "2m"}, args...), &out, &errb)
+	}()
+	conn, err := net.Dial("udp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		select {
+		case code := <-done:
+			return code, out.String(), errb.String()
+		case <-tick.C:
+			conn.Write(tapPacket(t, "emio", i)) // refused until the recorder binds: sent again
+		}
+	}
+}
+
+// A link's CSV that cannot be created when its first packet comes stops
+// the recording: exit 1 (no panic), the path and the reason, no progress.
+func TestRecordLinkFileFails(t *testing.T) {
+	dir := t.TempDir()
+	// A folder where the link's file would go.
+	if err := os.Mkdir(filepath.Join(dir, "run.emio.csv"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := recordUntilStopped(t, "-out", filepath.Join(dir, "run.csv"))
+	want := "bridge record: cannot write " + filepath.Join(dir, "run.emio.csv") + ": " + filepath.Join(dir, "run.emio.csv") + " is a folder"
+	if code != 1 || !strings.Contains(stderr, want) || !strings.Contains(stdout, "emio: nothing written") {
+		t.Errorf("exit %d\nstdout %s\nstderr %s\nwant exit 1 and %q", code, stdout, stderr, want)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 1 {
+		t.Errorf("left in the folder: %v", left)
+	}
+}
+
+// A full disk (/dev/full) stops the recording with exit 1 and a message
+// saying how many rows are in which file.
+func TestRecordDiskFull(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full on this system")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "run.emio.csv")
+	if err := os.Symlink("/dev/full", path); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := recordUntilStopped(t, "-out", filepath.Join(dir, "run.mat"))
+	want := "bridge record: writing " + path + " stopped after 0 rows, which are in the file: the disk is full"
+	if code != 1 || !strings.Contains(stderr, want) || strings.Contains(stdout, "MAT-file") {
+		t.Errorf("exit %d\nstdout %s\nstderr %s\nwant exit 1 and %q", code, stdout, stderr, want)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 1 {
+		t.Errorf("left in the folder (no MAT-file, no spill): %v", left)
 	}
 }

@@ -6,10 +6,23 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 
+	"github.com/labbridge/bridge/record"
 	"github.com/labbridge/bridge/report"
 )
+
+// pageError is a page that could not be written: the path and the
+// reason in a user's words.
+type pageError struct {
+	path string
+	err  error
+}
+
+func (e *pageError) Error() string {
+	return fmt.Sprintf("bridge report: cannot write %s: %s", e.path, record.Explain(e.path, e.err))
+}
+
+func (e *pageError) Unwrap() error { return e.err }
 
 // cmdReport is `bridge report FILE [-out report.html]`: the page of a
 // recording made by bridge record (docs/tap.md §5), and a line per link.
@@ -44,16 +57,9 @@ func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	r := report.Build(rec)
-	f, err := os.Create(*out)
-	if err != nil {
-		return fmt.Errorf("bridge report: %w", err)
-	}
-	if err := r.WriteHTML(f); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("bridge report: %w", err)
+	// Through a temporary file: a failure leaves an older page whole.
+	if err := r.WriteFile(*out); err != nil {
+		return &pageError{*out, err}
 	}
 	fmt.Fprintf(stdout, "wrote %s: %s, %d link(s)\n", *out, rec.Name, len(rec.Links))
 	for i, l := range rec.Links {

@@ -81,3 +81,39 @@ func TestReportCommand(t *testing.T) {
 		t.Error("a failed report wrote its page")
 	}
 }
+
+// A page that cannot be written is exit 1 with the path and the reason in
+// the user's words; an older page stays whole and nothing else is left.
+func TestReportOutFails(t *testing.T) {
+	dir := t.TempDir()
+	writeLinkCSV(t, filepath.Join(dir, "run.emio.csv"), 100, nil)
+	file := filepath.Join(dir, "somefile")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	none := filepath.Join(dir, "none")
+	old := filepath.Join(dir, "old.html")
+	if err := os.Mkdir(old, 0o755); err != nil { // a folder: the rename at the end fails
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(old, "keep"), []byte("older"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ out, want string }{
+		{filepath.Join(none, "page.html"), "bridge report: cannot write " + filepath.Join(none, "page.html") + ": the folder " + none + " does not exist; create it or choose another -out"},
+		{filepath.Join(file, "page.html"), "bridge report: cannot write " + filepath.Join(file, "page.html") + ": " + file + " is a file, not a folder"},
+		{old, "bridge report: cannot write " + old + ": "},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(t.Context(), []string{"report", filepath.Join(dir, "run.csv"), "-out", c.out}, &stdout, &stderr)
+		if code != 1 || !strings.Contains(stderr.String(), c.want) || stdout.Len() != 0 {
+			t.Errorf("-out %s: exit %d, stdout %q, stderr %q, want exit 1 and %q", c.out, code, stdout.String(), stderr.String(), c.want)
+		}
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 3 {
+		t.Errorf("left in the folder: %v", left)
+	}
+	if b, err := os.ReadFile(filepath.Join(old, "keep")); err != nil || string(b) != "older" {
+		t.Errorf("what was at -out changed: %q, %v", b, err)
+	}
+}
