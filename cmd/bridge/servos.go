@@ -157,9 +157,10 @@ func cmdPing(_ context.Context, args []string, stdout, stderr io.Writer) error {
 // cmdSimServos is `bridge sim servos`: simulated servos on a pseudo-terminal,
 // a virtual U2D2 any software can open, until interrupted.
 func cmdSimServos(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("sim servos", "sim servos [-ids 0,1,2,3] [-baud 1000000] [-link PATH] [-firmware 46] [-return-delay 0] [-latency 0]", stderr)
+	fs := newFlagSet("sim servos", "sim servos [-ids 0,1,2,3] [-baud 1000000] [-any-baud] [-link PATH] [-firmware 46] [-return-delay 0] [-latency 0]", stderr)
 	idList := fs.String("ids", "0,1,2,3", "servo IDs")
-	baud := fs.Int("baud", 1000000, "line rate to model (byte time); 0 = instant replies")
+	baud := fs.Int("baud", 1000000, "the servos' baud rate, and the line rate of the byte time; 0 = 1000000 with instant replies")
+	anyBaud := fs.Bool("any-baud", true, "answer at whatever baud the client sets (false: only at -baud, as real servos)")
 	link := fs.String("link", "", "also make this path a symlink to the pseudo-terminal")
 	firmware := fs.Int("firmware", 46, "firmware version (below 45: Fast Sync Read is refused)")
 	rdt := fs.Int("return-delay", 0, "Return Delay Time in 2 µs units (factory: 250)")
@@ -177,6 +178,11 @@ func cmdSimServos(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	if *firmware < 0 || *firmware > 255 || *rdt < 0 || *rdt > 254 {
 		return fmt.Errorf("bridge sim servos: -firmware %d / -return-delay %d: want 0..255 and 0..254", *firmware, *rdt)
+	}
+	if *baud != 0 {
+		if _, err := dynamixel.BaudCode(*baud); err != nil {
+			return fmt.Errorf("bridge sim servos: -baud: %w", err)
+		}
 	}
 	bc := dxlsim.DefaultBusConfig()
 	bc.IDs = ids
@@ -197,7 +203,16 @@ func cmdSimServos(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "simulated servos %v (XM430-W210, firmware %d) at %d baud on %s\n", ids, *firmware, *baud, pt.SlavePath())
+	pt.AnswerAnyBaud(*anyBaud)
+	servoBaud := *baud
+	if servoBaud == 0 {
+		servoBaud = 1000000 // dxlsim's default when no line rate is modelled
+	}
+	rate := fmt.Sprintf("at %d baud", servoBaud)
+	if *anyBaud {
+		rate += " (answering at any baud)"
+	}
+	fmt.Fprintf(stdout, "simulated servos %v (XM430-W210, firmware %d) %s on %s\n", ids, *firmware, rate, pt.SlavePath())
 	if *link != "" {
 		fmt.Fprintf(stdout, "linked at %s\n", *link)
 	}

@@ -92,6 +92,7 @@ type Bus struct {
 	order   []*Servo // scratch for broadcast ping
 	timing  Timing
 	corrupt int
+	line    int // the rate of the instruction being handled; 0 is not modelled
 	stats   BusStats
 	tx      [dynamixel.MaxPacket]byte
 	par     [dynamixel.MaxPacket]byte
@@ -125,6 +126,10 @@ func NewBus(cfg BusConfig) (*Bus, error) {
 		seen[id] = true
 		sc := cfg.Servo
 		sc.ID = id
+		if sc.Baud == 0 && baudIndex(cfg.Timing.Baud) >= 0 {
+			// A bus modelled at a line rate has its servos at that rate.
+			sc.Baud = cfg.Timing.Baud
+		}
 		s, err := newServo(sc, cfg.Clock, &b.mu, lay)
 		if err != nil {
 			return nil, err
@@ -306,10 +311,18 @@ func (b *Bus) plugState() (unplugged bool, gen uint64, changed <-chan struct{}) 
 	return b.unplugged, b.plugGen, b.plugCh
 }
 
+// hears reports whether s hears the instruction being handled: on the bus,
+// powered, booted and, when the line's rate is known, at that rate. A servo
+// at another rate sees garbage and never answers, as on a real line. b.mu is
+// held.
+func (b *Bus) hears(s *Servo, now int64) bool {
+	return s.hears(now) && (b.line == 0 || b.line == s.baud())
+}
+
 // find returns the servo that hears id now, or nil.
 func (b *Bus) find(id byte, now int64) *Servo {
 	for _, s := range b.servos {
-		if s.mem[dynamixel.AddrID] == id && s.hears(now) {
+		if s.mem[dynamixel.AddrID] == id && b.hears(s, now) {
 			return s
 		}
 	}
@@ -323,7 +336,7 @@ func (b *Bus) handle(p dynamixel.Packet, out *outQueue) {
 	b.stats.Packets++
 	for _, s := range b.servos {
 		s.advance(now)
-		if s.hears(now) {
+		if b.hears(s, now) {
 			s.lastComm = now // every instruction feeds the Bus Watchdog
 		}
 	}
@@ -379,7 +392,7 @@ func (b *Bus) handle(p dynamixel.Packet, out *outQueue) {
 func (b *Bus) each(p dynamixel.Packet, out *outQueue, now int64, f func(s *Servo) byte) {
 	if p.ID == dynamixel.BroadcastID {
 		for _, s := range b.servos {
-			if s.hears(now) {
+			if b.hears(s, now) {
 				f(s)
 			}
 		}
@@ -396,7 +409,7 @@ func (b *Bus) each(p dynamixel.Packet, out *outQueue, now int64, f func(s *Servo
 // after runs f on the addressed servos once their replies are queued.
 func (b *Bus) after(id byte, now int64, f func(s *Servo)) {
 	for _, s := range b.servos {
-		if s.hears(now) && (id == dynamixel.BroadcastID || s.mem[dynamixel.AddrID] == id) {
+		if b.hears(s, now) && (id == dynamixel.BroadcastID || s.mem[dynamixel.AddrID] == id) {
 			f(s)
 		}
 	}
@@ -412,7 +425,7 @@ func (b *Bus) ping(id byte, out *outQueue, now int64) {
 	// Every servo answers a broadcast ping, in ID order.
 	b.order = b.order[:0]
 	for _, s := range b.servos {
-		if s.hears(now) {
+		if b.hears(s, now) {
 			b.order = append(b.order, s)
 		}
 	}

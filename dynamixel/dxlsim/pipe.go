@@ -1,6 +1,7 @@
 package dxlsim
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -120,6 +121,17 @@ func (p *Pipe) Read(b []byte) (int, error) {
 		}
 		p.timer.Stop()
 	}
+}
+
+// SetBaud sets the line rate (bit/s) of the instructions written from now
+// on: only the servos whose Baud Rate is bps hear them, as on a real line.
+// 0, a new pipe's rate, is not modelled: every servo hears at any rate.
+func (p *Pipe) SetBaud(bps int) error {
+	if bps < 0 {
+		return fmt.Errorf("%w: baud %d, want 0 or more", ErrConfig, bps)
+	}
+	p.st.setLine(bps)
+	return nil
 }
 
 // SetReadTimeout sets how long Read waits for a first byte; a negative

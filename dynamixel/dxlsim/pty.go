@@ -31,6 +31,7 @@ type PTY struct {
 	bus  *Bus
 	link string
 	used atomic.Bool
+	any  atomic.Bool // answer at every line rate
 
 	mu     sync.Mutex // guards the pair, which Serve replaces on a replug
 	master *os.File
@@ -59,6 +60,11 @@ func ServePTY(ctx context.Context, bus *Bus, link string) error {
 	}
 	return p.Serve(ctx)
 }
+
+// AnswerAnyBaud makes the servos answer whatever line rate the client set
+// (on), as the simulator did before it read the rate, or only at their Baud
+// Rate (off, the default, as real servos do). It may be called at any time.
+func (p *PTY) AnswerAnyBaud(on bool) { p.any.Store(on) }
 
 // Path is what a client opens: the link, or without one the slave's path
 // (empty while unplugged).
@@ -197,13 +203,28 @@ func (p *PTY) serveConn(ctx context.Context, m *os.File, changed <-chan struct{}
 	return err
 }
 
-// readLoop feeds the instruction bytes to the bus until the master closes.
+// readLoop feeds the instruction bytes to the bus until the master closes,
+// at the line rate the client set on the slave: a client at a rate no servo
+// uses gets no answer. The rate is read after the bytes arrive; a client sets
+// its rate before it writes, so it is the rate they were sent at.
 func (p *PTY) readLoop(m *os.File, st *stream) error {
 	buf := make([]byte, 4096)
 	for {
 		n, err := m.Read(buf)
-		if n > 0 {
-			st.feed(buf[:n])
+		if n > 0 && p.any.Load() {
+			st.feedAt(buf[:n], 0)
+		} else if n > 0 {
+			line, berr := pty.Baud(m)
+			if errors.Is(berr, os.ErrClosed) {
+				return nil
+			}
+			if berr != nil {
+				return fmt.Errorf("dxlsim: %w", berr)
+			}
+			if line == 0 {
+				line = -1 // B0 hangs the line up: no servo hears it
+			}
+			st.feedAt(buf[:n], line)
 		}
 		if errors.Is(err, os.ErrClosed) {
 			return nil

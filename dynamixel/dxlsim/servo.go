@@ -63,6 +63,11 @@ type ServoConfig struct {
 	// Fast Sync Read; 38, the eManual's example, answers it with an
 	// Instruction Error.
 	Firmware byte
+	// Baud is the Baud Rate (address 8) at power-up, in bit/s: one of the
+	// eight rates of the item. The servo answers only a client whose line
+	// runs at its rate (docs/dynamixel.md §15). 0 is the bus's Timing.Baud
+	// when that is one of the eight, else 1000000 (the Emio's).
+	Baud int
 	// ReturnDelay is Return Delay Time (address 9) in 2 µs units, 0..254.
 	// 0 suits tests; the factory value is 250 (500 µs).
 	ReturnDelay byte
@@ -113,7 +118,12 @@ func (c *ServoConfig) fill() error {
 	if c.ThermalTau == 0 {
 		c.ThermalTau = d.ThermalTau
 	}
+	if c.Baud == 0 {
+		c.Baud = 1000000
+	}
 	switch {
+	case baudIndex(c.Baud) < 0:
+		return fmt.Errorf("%w: baud %d, want one of %v", ErrConfig, c.Baud, baudRates)
 	case c.ID > dynamixel.MaxID:
 		return fmt.Errorf("%w: servo ID %d, want 0..%d", ErrConfig, c.ID, dynamixel.MaxID)
 	case c.ReturnDelay > 254:
@@ -191,7 +201,7 @@ type Received struct {
 }
 
 // NewServo returns a servo at power-up: factory defaults, except ID, Baud
-// Rate 3 (1 Mbps), Return Delay Time and firmware from cfg. A nil clock is
+// Rate (1 Mbps by default), Return Delay Time and firmware from cfg. A nil clock is
 // the system's monotonic clock.
 func NewServo(cfg ServoConfig, clock Clock) (*Servo, error) {
 	if clock == nil {
@@ -210,7 +220,7 @@ func newServo(cfg ServoConfig, clock Clock, mu *sync.Mutex, lay *layout) (*Servo
 	}
 	s.mem[dynamixel.AddrFirmwareVersion] = cfg.Firmware
 	s.mem[dynamixel.AddrID] = cfg.ID
-	s.mem[dynamixel.AddrBaudRate] = 3
+	s.mem[dynamixel.AddrBaudRate] = byte(baudIndex(cfg.Baud))
 	s.mem[dynamixel.AddrReturnDelayTime] = cfg.ReturnDelay
 	s.pos = float64(cfg.Position)
 	s.temp = cfg.Ambient
@@ -384,6 +394,28 @@ func (s *Servo) rdt() time.Duration {
 
 // hears reports whether the servo is on the bus, powered and booted.
 func (s *Servo) hears(now int64) bool { return !s.missing && !s.off && now >= s.bootUntil }
+
+// baudRates are the rates of the Baud Rate item, by code (docs/dynamixel.md
+// §8); a table, so that checking the line allocates nothing.
+var baudRates = [...]int{9600, 57600, 115200, 1000000, 2000000, 3000000, 4000000, 4500000}
+
+// baudIndex is the Baud Rate code of bps, -1 for a rate no servo uses.
+func baudIndex(bps int) int {
+	for i, r := range baudRates {
+		if r == bps {
+			return i
+		}
+	}
+	return -1
+}
+
+// baud is the servo's rate now, 0 for a code outside the item's range.
+func (s *Servo) baud() int {
+	if c := int(s.mem[dynamixel.AddrBaudRate]); c < len(baudRates) {
+		return baudRates[c]
+	}
+	return 0
+}
 
 // powerOff cuts the servo's power: torque goes (a release), the servo
 // hears nothing until powerOn.

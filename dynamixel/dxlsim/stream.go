@@ -23,6 +23,7 @@ type stream struct {
 	in       [2 * dynamixel.MaxPacket]byte
 	n        int
 	lastFeed int64 // bus clock
+	line     int   // the client's line rate (bit/s); 0 is not modelled
 }
 
 func newStream(bus *Bus) *stream {
@@ -37,6 +38,27 @@ func newStream(bus *Bus) *stream {
 func (st *stream) feed(p []byte) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	st.feedLocked(p)
+}
+
+// feedAt is feed of bytes sent at line bit/s (0: not modelled): only the
+// servos at that rate hear them.
+func (st *stream) feedAt(p []byte, line int) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.line = line
+	st.feedLocked(p)
+}
+
+// setLine sets the line rate of the bytes fed from now on.
+func (st *stream) setLine(line int) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.line = line
+}
+
+// feedLocked is feed with st.mu held.
+func (st *stream) feedLocked(p []byte) {
 	b := st.bus
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -91,6 +113,7 @@ func (st *stream) parse() {
 		// The instruction's own bytes hold the half-duplex wire: its reply,
 		// and the next instruction's, start only when it is all in.
 		st.out.occupy(used, &b.timing)
+		b.line = st.line
 		b.handle(pkt, &st.out)
 		st.drop(used)
 	}
