@@ -99,11 +99,11 @@ func New(cfg Config) (*Recorder, error) {
 		cfg.Create = func(p string) (io.WriteCloser, error) { return os.Create(p) }
 		// A folder that takes no file is found now, not when the first
 		// packet comes (or never, when none does).
-		if err := probe(filepath.Dir(cfg.Out), cfg.Out); err != nil {
+		if err := Probe(cfg.Out); err != nil {
 			return nil, err
 		}
 		if cfg.Mat != "" && filepath.Dir(cfg.Mat) != filepath.Dir(cfg.Out) {
-			if err := probe(filepath.Dir(cfg.Mat), cfg.Mat); err != nil {
+			if err := Probe(cfg.Mat); err != nil {
 				return nil, err
 			}
 		}

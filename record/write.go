@@ -84,10 +84,12 @@ func fileInPath(dir string) string {
 	}
 }
 
-// probe creates and removes a file in dir, so that a folder that is
-// missing or not writable is found before anything is recorded.
-func probe(dir, path string) error {
-	f, err := os.CreateTemp(dir, ".bridge-record-*.probe")
+// Probe creates and removes a file in the folder of path, so that a
+// folder that is missing or takes no file is found before anything is
+// recorded; the error is a *WriteError naming path. New does it for Out
+// and Mat.
+func Probe(path string) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".bridge-record-*.probe")
 	if err != nil {
 		return &WriteError{Path: path, Err: err}
 	}

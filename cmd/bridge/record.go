@@ -49,7 +49,11 @@ func cmdRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		cfg.Local = local.AddrPort()
 	}
 	// Every output is opened, or its folder tried, before anything is
-	// said to be recorded (docs/tap.md §5).
+	// said to be recorded (docs/tap.md §5); -out's first, so that an older
+	// pcap is not emptied for a recording that cannot be made.
+	if err := record.Probe(*out); err != nil {
+		return fmt.Errorf("bridge %w", err)
+	}
 	if *pcapPath != "" {
 		f, err := os.Create(*pcapPath)
 		if err != nil {
@@ -60,9 +64,6 @@ func cmdRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	rec, err := record.New(cfg)
 	if err != nil {
-		if *pcapPath != "" {
-			os.Remove(*pcapPath) // not a recording: nothing was recorded
-		}
 		return fmt.Errorf("bridge %w", err)
 	}
 	fmt.Fprintf(stderr, "recording the taps arriving on %v into %s (Ctrl-C stops)\n", listen.addr(), *out)

@@ -127,8 +127,8 @@ func TestRecordRefusesOutput(t *testing.T) {
 		{[]string{"-out", filepath.Join(file, "run.csv")}, "bridge record: cannot write " + filepath.Join(file, "run.csv") + ": " + file + " is a file, not a folder; choose another -out"},
 		{[]string{"-out", filepath.Join(dir, "run.csv"), "-pcap", filepath.Join(none, "run.pcap")},
 			"bridge record: cannot write " + filepath.Join(none, "run.pcap") + ": the folder " + none + " does not exist; create it or choose another -pcap"},
-		// The pcap could be created, the CSVs' folder not: the pcap goes.
-		{[]string{"-out", filepath.Join(none, "run.csv"), "-pcap", filepath.Join(dir, "run.pcap")}, "cannot write " + filepath.Join(none, "run.csv")},
+		// The CSVs' folder is tried first: an older pcap stays as it was.
+		{[]string{"-out", filepath.Join(none, "run.csv"), "-pcap", file}, "cannot write " + filepath.Join(none, "run.csv")},
 	}
 	if fi, err := os.Stat("/proc/self"); err == nil && fi.IsDir() {
 		cases = append(cases, struct {
@@ -146,6 +146,9 @@ func TestRecordRefusesOutput(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(dir); len(left) != 1 {
 		t.Errorf("left in the folder: %v", left)
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != "x" {
+		t.Errorf("the older file given to -pcap is now %q (%v)", b, err)
 	}
 }
 
