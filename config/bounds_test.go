@@ -1,7 +1,11 @@
 package config
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -38,5 +42,98 @@ func TestHugeCountsAllocateNothing(t *testing.T) {
 		if n := after.TotalAlloc - before.TotalAlloc; n > 256<<20 {
 			t.Errorf("%s: parsing allocated %d MB", show(c.doc), n>>20)
 		}
+	}
+}
+
+// nestingBomb is `a = [[[…]]]` (or nested inline tables) depth deep: 200 KB
+// of it once grew `bridge check` to 24 GB before any check.
+func nestingBomb(depth int, table bool) []byte {
+	if table {
+		return []byte("a = " + strings.Repeat("{b=", depth) + "1" + strings.Repeat("}", depth) + "\n")
+	}
+	return []byte("a = " + strings.Repeat("[", depth) + strings.Repeat("]", depth) + "\n")
+}
+
+func TestNestingBombRefused(t *testing.T) {
+	for _, table := range []bool{false, true} {
+		for _, depth := range []int{MaxNesting + 1, 100000} {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := ParseConfig(nestingBomb(depth, table))
+			runtime.ReadMemStats(&after)
+			want := "config: invalid configuration: line 1: arrays and inline tables nested more than 32 deep; a bridge configuration nests them at most 32 deep"
+			if !errors.Is(err, ErrConfig) || !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("depth %d (tables %v): got %v, want %s", depth, table, err, want)
+			}
+			if n := after.TotalAlloc - before.TotalAlloc; n > 16<<20 {
+				t.Errorf("depth %d (tables %v): refusing allocated %d MB", depth, table, n>>20)
+			}
+		}
+	}
+	// At the limit the decoder gets the file, and says the key is unknown.
+	_, err := ParseConfig(nestingBomb(MaxNesting, false))
+	if err == nil || !strings.Contains(err.Error(), "a unknown key") {
+		t.Errorf("depth %d: got %v, want the decoder's unknown key", MaxNesting, err)
+	}
+}
+
+// Brackets inside strings and comments are not nesting; brackets after them
+// still are.
+func TestNestingCountsOnlyValues(t *testing.T) {
+	deep := strings.Repeat("[", MaxNesting+1)
+	const link = "[[link]]\nname = \"a\"\n"
+	accepted := []string{
+		link + "# " + deep + "\n",
+		link + "apply = \"previous\" # " + deep + "\n",
+		"# \" " + deep + "\n" + link,
+		"[[link]]\nname = \"" + deep + "\"\n",
+		"[[link]]\nname = '" + deep + "'\n",
+		"[[link]]\nname = \"a\\\"" + deep + "\"\n",
+		"[[link]]\nname = \"\"\"\n" + deep + "\n\"\"\"\n",
+		"[[link]]\nname = '''\n" + deep + "\n'''\n",
+		"[[link]]\nname = \"\"\"a\\\"\"\"" + deep + "\"\"\"\n",
+		"[[link]]\nname = \"\"\"a\"\"\"\"\" # " + deep + "\n",
+		"\"" + deep + "\" = 1\n",
+		"'" + deep + "' = 1\n",
+	}
+	for _, doc := range accepted {
+		if err := checkBounds([]byte(doc)); err != nil {
+			t.Errorf("%q: %v", doc, err)
+		}
+	}
+	refused := map[string]int{
+		"name = \"[[[\" \na = " + deep:                 2,
+		"name = 'x' # [[[\n\n\na = " + deep:            4,
+		"name = \"\"\"\n\n\"\"\"\na = " + deep:         4,
+		"name = \"a\\\\\" a = " + deep:                 1,
+		"name = '''a'''''\na = " + deep:                2,
+		"a = [" + strings.Repeat("{b = [", 16) + "1":   1,
+		"a = \"\"\"x\\\n\"\"\"\nb = \"\"\nc = " + deep: 4,
+	}
+	for doc, line := range refused {
+		err := checkBounds([]byte(doc))
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), fmt.Sprintf("line %d: arrays", line)) {
+			t.Errorf("%q: got %v, want line %d", doc, err, line)
+		}
+	}
+}
+
+func TestFileSizeBounded(t *testing.T) {
+	doc := []byte("[[link]]\nname = \"a\"\n" + strings.Repeat("#\n", MaxFileSize))
+	want := fmt.Sprintf("config: invalid configuration: the file is %d bytes; a bridge configuration is at most 1 MiB (1048576 bytes)", len(doc))
+	if _, err := ParseConfig(doc); !errors.Is(err, ErrConfig) || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("got %v, want %s", err, want)
+	}
+	path := filepath.Join(t.TempDir(), "big.toml")
+	if err := os.WriteFile(path, doc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadConfig(path); !errors.Is(err, ErrConfig) || !strings.HasPrefix(err.Error(), path+": "+want) {
+		t.Errorf("got %v, want %s: %s", err, path, want)
+	}
+	// At the limit the file is read and parsed.
+	doc = append([]byte("[[link]]\nname = \"a\"\n"), bytes.Repeat([]byte("#"), MaxFileSize-len("[[link]]\nname = \"a\"\n"))...)
+	if _, err := ParseConfig(doc); err != nil {
+		t.Errorf("a file of exactly 1 MiB: %v", err)
 	}
 }

@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -201,7 +200,13 @@ type fileLink struct {
 
 // ParseConfig decodes and validates a TOML document.
 func ParseConfig(data []byte) (*Config, error) {
+	if len(data) > MaxFileSize {
+		return nil, tooLarge(int64(len(data)))
+	}
 	if err := notText(data); err != nil {
+		return nil, err
+	}
+	if err := checkBounds(data); err != nil {
 		return nil, err
 	}
 	// The file as plain tables first: it says which keys were written (a
@@ -301,8 +306,10 @@ func parseErrorText(pe toml.ParseError) (s string) {
 
 // LoadConfig reads and parses a file.
 func LoadConfig(path string) (*Config, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
+	b, err := readBounded(path)
+	if errors.Is(err, ErrConfig) {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	} else if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	c, err := ParseConfig(b)

@@ -335,6 +335,9 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte("[[link]]\nname = \"a\"\n[link.plant]\nkind = \"sim\"\nnb_markers = 2\nmotors = 2\n"))
 	f.Add([]byte("[[link]]\nname = \"a\"\n[link.plant]\nkind = \"emio\"\n[link.plant.camera]\nkind = \"sim\"\n"))
 	f.Add([]byte("[service]\nmetrics = \"[::1]:0\"\n"))
+	f.Add(nestingBomb(2000, false))
+	f.Add(nestingBomb(2000, true))
+	f.Add([]byte("a = \"\"\"[[\\\"\"\"\"\" # [[\nb = '''[[''' \nc = [[1], {d = [2]}]\n"))
 	if old, err := os.ReadFile("testdata/bridge-0.toml"); err == nil {
 		f.Add(old)
 	}

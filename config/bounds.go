@@ -1,0 +1,114 @@
+package config
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// MaxFileSize bounds a configuration file: the largest shipped one is a few
+// KB, and the TOML decoder's memory grows with what it is given.
+const MaxFileSize = 1 << 20
+
+// MaxNesting bounds how deep arrays and inline tables nest. The decoder's
+// memory grows with the square of the depth: 80 KB of nested inline tables
+// took 19 GB and three minutes.
+const MaxNesting = 32
+
+// tooLarge is the error of a file over MaxFileSize; size < 0 is unknown.
+func tooLarge(size int64) error {
+	n := "more than 1048576"
+	if size >= 0 {
+		n = fmt.Sprint(size)
+	}
+	return fmt.Errorf("%w: the file is %s bytes; a bridge configuration is at most 1 MiB (%d bytes): give the path of a bridge.toml", ErrConfig, n, MaxFileSize)
+}
+
+// readBounded reads at most MaxFileSize bytes of path, so that a huge or
+// endless file (a device, a FIFO) is refused without being read whole.
+func readBounded(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxFileSize {
+		size := int64(-1)
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			size = st.Size()
+		}
+		return nil, tooLarge(size)
+	}
+	return b, nil
+}
+
+// checkBounds refuses, before the TOML decoder sees it, a document larger
+// than MaxFileSize or whose arrays and inline tables nest deeper than
+// MaxNesting. It is one linear pass that knows TOML's comments and its four
+// kinds of strings well enough not to count a bracket inside them; what it
+// lets through the decoder still checks.
+func checkBounds(data []byte) error {
+	if len(data) > MaxFileSize {
+		return tooLarge(int64(len(data)))
+	}
+	depth, line := 0, 1
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; c {
+		case '\n':
+			line++
+		case '#':
+			for i+1 < len(data) && data[i+1] != '\n' {
+				i++
+			}
+		case '"', '\'':
+			multi := i+2 < len(data) && data[i+1] == c && data[i+2] == c
+			if multi {
+				i += 2
+			}
+			i, line = skipString(data, i+1, c, multi, line)
+		case '[', '{':
+			depth++
+			if depth > MaxNesting {
+				return fmt.Errorf("%w: line %d: arrays and inline tables nested more than %d deep; a bridge configuration nests them at most %d deep: look for an unclosed [ or { on that line", ErrConfig, line, MaxNesting, MaxNesting)
+			}
+		case ']', '}':
+			depth = max(depth-1, 0) // unbalanced: the decoder says where
+		}
+	}
+	return nil
+}
+
+// skipString returns the index of the closing quote of the string whose
+// body starts at i (or the end of data), and the line it ends on. A basic
+// string (") has backslash escapes; a literal one (') has none. A single
+// line string ends at a newline too: the decoder refuses it there.
+func skipString(data []byte, i int, q byte, multi bool, line int) (int, int) {
+	for ; i < len(data); i++ {
+		switch c := data[i]; {
+		case c == '\\' && q == '"':
+			if i+1 < len(data) && data[i+1] == '\n' {
+				line++
+			}
+			i++ // an escaped character, a quote included
+		case c == '\n':
+			if !multi {
+				return i - 1, line // the newline is counted by the caller
+			}
+			line++
+		case c == q && !multi:
+			return i, line
+		case c == q && i+2 < len(data) && data[i+1] == q && data[i+2] == q:
+			// Up to two more quotes may end the string's body: """a""""".
+			i += 2
+			for k := 0; k < 2 && i+1 < len(data) && data[i+1] == q; k++ {
+				i++
+			}
+			return i, line
+		}
+	}
+	return len(data), line
+}
