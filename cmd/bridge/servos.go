@@ -107,6 +107,11 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			fmt.Fprint(stderr, "\r\033[K")
 		}
 		closePort()
+		if err != nil && ctx.Err() != nil {
+			// Ctrl-C: what was found is said, and the exit is 130.
+			fmt.Fprintf(stdout, "%d servo(s) found before the interrupt, at %d baud or below in the list\n", n, baud)
+			return fmt.Errorf("bridge scan: interrupted at %d baud: %w", baud, ctx.Err())
+		}
 		if err != nil {
 			return err
 		}
@@ -160,7 +165,7 @@ func cmdSimServos(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs := newFlagSet("sim servos", "sim servos [-ids 0,1,2,3] [-baud 1000000] [-any-baud] [-link PATH] [-firmware 46] [-return-delay 0] [-latency 0]", stderr)
 	idList := fs.String("ids", "0,1,2,3", "servo IDs")
 	baud := fs.Int("baud", 1000000, "the servos' baud rate, and the line rate of the byte time; 0 = 1000000 with instant replies")
-	anyBaud := fs.Bool("any-baud", true, "answer at whatever baud the client sets (false: only at -baud, as real servos)")
+	anyBaud := fs.Bool("any-baud", false, "answer at whatever baud the client sets (default: only at -baud, as real servos)")
 	link := fs.String("link", "", "also make this path a symlink to the pseudo-terminal")
 	firmware := fs.Int("firmware", 46, "firmware version (below 45: Fast Sync Read is refused)")
 	rdt := fs.Int("return-delay", 0, "Return Delay Time in 2 µs units (factory: 250)")

@@ -44,7 +44,7 @@ func TestScanFindsSimulatedServosAtTheirBaud(t *testing.T) {
 		at, other string
 		want      int
 	}{
-		{[]string{"-ids", "0,1,2,3", "-any-baud=false"}, "baud 1000000", "baud   57600", 4},
+		{[]string{"-ids", "0,1,2,3"}, "baud 1000000", "baud   57600", 4}, // the default, as real servos
 		{[]string{"-ids", "4,5", "-baud", "57600", "-any-baud=false"}, "baud   57600", "baud 1000000", 2},
 	} {
 		link := simServosWith(t, c.args...)
@@ -52,6 +52,19 @@ func TestScanFindsSimulatedServosAtTheirBaud(t *testing.T) {
 		if code != 0 || strings.Count(out, c.at) != c.want || strings.Contains(out, c.other) {
 			t.Errorf("scan of sim servos %v: exit %d, want %d found at %q and none at %q:\n%s%s", c.args, code, c.want, c.at, c.other, out, stderr)
 		}
+	}
+}
+
+// Ctrl-C during bridge scan says what it found so far and exits 130.
+func TestScanInterrupted(t *testing.T) {
+	link := simServosWith(t, "-ids", "0,1,2,3")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stdout := &cancelOn{word: "XM430", cancel: cancel}
+	var stderr strings.Builder
+	code := run(ctx, []string{"scan", "-port", link, "-bauds", "1000000,57600", "-ids", "0-252", "-latency-timer", simulatedLatency}, stdout, &stderr)
+	if code != 130 || !strings.Contains(stdout.String(), "servo(s) found before the interrupt") || !strings.Contains(stderr.String(), "interrupted") {
+		t.Fatalf("scan: exit %d\n%s%s", code, stdout, stderr.String())
 	}
 }
 
