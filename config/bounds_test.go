@@ -137,3 +137,27 @@ func TestFileSizeBounded(t *testing.T) {
 		t.Errorf("a file of exactly 1 MiB: %v", err)
 	}
 }
+
+// max_timeouts periods shorter than 10 ms re-handshake on a host's
+// scheduling hiccup: a warning says how long a pause is and what to set.
+func TestTimeoutWarning(t *testing.T) {
+	const link = "[[link]]\nname = \"x\"\n[link.plant]\nkind = \"sim\"\n"
+	cases := []struct{ doc, want string }{
+		{"[[link]]\nname = \"x\"\nrate_hz = 1000\n[link.udp]\nmax_timeouts = 3\n[link.plant]\nkind = \"sim\"\n",
+			`link "x": udp.max_timeouts = 3 at rate_hz = 1000 re-handshakes when the partner pauses 3ms (3 periods of 1ms): a host's scheduling hiccup costs a re-handshake; set udp.max_timeouts = 10 or more to ride out a pause of 10ms`},
+		{"[[link]]\nname = \"x\"\nrate_hz = 300\n[link.plant]\nkind = \"sim\"\n",
+			`link "x": udp.max_timeouts = 3 at rate_hz = 300 re-handshakes when the partner pauses 9.999999ms (3 periods of 3.333333ms): a host's scheduling hiccup costs a re-handshake; set udp.max_timeouts = 4 or more to ride out a pause of 10ms`},
+		{"[[link]]\nname = \"x\"\nrate_hz = 1000\n[link.udp]\nmax_timeouts = 10\n[link.plant]\nkind = \"sim\"\n", ""},
+		{"[[link]]\nname = \"x\"\nrate_hz = 100\n[link.plant]\nkind = \"sim\"\n", ""},
+		{link, ""},
+	}
+	for _, c := range cases {
+		cfg, err := ParseConfig([]byte(c.doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(cfg.Warnings(), "\n"); got != c.want {
+			t.Errorf("%q:\n got %s\nwant %s", c.doc, got, c.want)
+		}
+	}
+}

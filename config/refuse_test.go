@@ -81,7 +81,7 @@ func TestShow(t *testing.T) {
 // a warning, not an error, says so; 30 Hz says nothing.
 func TestBusWarnings(t *testing.T) {
 	cases := []struct{ doc, want string }{
-		{"[[link]]\nname = \"emio\"\nrate_hz = 1000\n[link.plant]\nkind = \"emio\"\nport = \"sim\"\nlatency_timer = \"1ms\"\n",
+		{"[[link]]\nname = \"emio\"\nrate_hz = 1000\n[link.udp]\nmax_timeouts = 10\n[link.plant]\nkind = \"emio\"\nport = \"sim\"\nlatency_timer = \"1ms\"\n",
 			`link "emio": rate_hz = 1000 asks more than the Dynamixel bus carries: one tick's servo I/O takes 2.42ms (92 bytes at 1000000 baud, latency timer 1ms, return delay 500µs) against a period of 1ms, so the loop would tick at about 413 Hz with overruns; lower rate_hz to 330 or less, set latency_timer = "1ms" on the adapter, or raise plant.baud`},
 		{"[[link]]\nname = \"emio\"\nrate_hz = 60\n[link.plant]\nkind = \"emio\"\nport = \"/dev/ttyUSB0\"\n",
 			`link "emio": rate_hz = 60 asks more than the Dynamixel bus carries: one tick's servo I/O takes 17.42ms (92 bytes at 1000000 baud, latency timer 16ms (latency_timer = 0: assumed the Linux default, 16 ms), return delay 500µs) against a period of 16.666666ms, so the loop would tick at about 57 Hz with overruns; lower rate_hz to 45 or less, set latency_timer = "1ms" on the adapter, or raise plant.baud`},

@@ -9,11 +9,16 @@ import (
 // Warnings lists what the configuration allows but will not do as
 // written, one line each, for `bridge check` and the start of a run to
 // print. Today: a Dynamixel bus too slow for its link's rate, which would
-// otherwise tick at what the bus carries and count overruns silently.
+// otherwise tick at what the bus carries and count overruns silently; and
+// a link that re-handshakes after a pause of its partner shorter than a
+// host's scheduling hiccup.
 func (c *Config) Warnings() []string {
 	var out []string
 	for i := range c.Links {
 		l := &c.Links[i]
+		if w := l.timeoutWarning(linkKey(i, l.Name)); w != "" {
+			out = append(out, w)
+		}
 		if p, ok := l.Plant.(*EmioPlant); ok {
 			if w := p.busWarning(l, linkKey(i, l.Name)); w != "" {
 				out = append(out, w)
@@ -67,4 +72,21 @@ func (p *EmioPlant) busWarning(l *Link, link string) string {
 	fit := math.Floor(busLoad * carries)
 	return fmt.Sprintf("%s: rate_hz = %s asks more than the Dynamixel bus carries: one tick's servo I/O takes %v (%d bytes at %d baud, latency timer %v%s, return delay %v) against a period of %v, so the loop would tick at about %.0f Hz with overruns; lower rate_hz to %.0f or less, set latency_timer = \"1ms\" on the adapter, or raise plant.baud",
 		link, show(l.RateHz), tick.Round(10*time.Microsecond), bytes, p.Baud, latency, assumed, returnDelay, period, carries, fit)
+}
+
+// minPause is the shortest pause of the partner a link should ride out
+// without a re-handshake: a desktop host's scheduling hiccup.
+const minPause = 10 * time.Millisecond
+
+// timeoutWarning says when max_timeouts periods add up to less than
+// minPause: at 1 kHz the default 3 re-handshakes after 3 ms.
+func (l *Link) timeoutWarning(link string) string {
+	period := l.Period()
+	pause := time.Duration(l.UDP.MaxTimeouts) * period
+	if pause >= minPause {
+		return ""
+	}
+	need := (minPause + period - 1) / period
+	return fmt.Sprintf("%s: udp.max_timeouts = %d at rate_hz = %s re-handshakes when the partner pauses %v (%d periods of %v): a host's scheduling hiccup costs a re-handshake; set udp.max_timeouts = %d or more to ride out a pause of %v",
+		link, l.UDP.MaxTimeouts, show(l.RateHz), pause, l.UDP.MaxTimeouts, period, need, minPause)
 }
