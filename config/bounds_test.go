@@ -161,3 +161,27 @@ func TestTimeoutWarning(t *testing.T) {
 		}
 	}
 }
+
+// A [link.plant] table without kind is refused, naming the kinds: its keys
+// belong to a kind the file does not say. A link without the table has the
+// in-memory plant, as `bridge check` prints.
+func TestPlantKindMissing(t *testing.T) {
+	const want = `config: invalid configuration: link "x".plant.kind: missing; want one of emio, meca500, vrep, sim`
+	for _, doc := range []string{
+		"[[link]]\nname = \"x\"\n[link.plant]\n",
+		"[[link]]\nname = \"x\"\n[link.plant]\nmotors = 2\n",
+		"[[link]]\nname = \"x\"\n[link.plant]\nport = \"sim\"\n",
+		"[[link]]\nname = \"x\"\n[link.plant.camera]\nkind = \"sim\"\n",
+	} {
+		if _, err := ParseConfig([]byte(doc)); !errors.Is(err, ErrConfig) || err.Error() != want {
+			t.Errorf("%q:\n got %v\nwant %s", doc, err, want)
+		}
+	}
+	c, err := ParseConfig([]byte("[[link]]\nname = \"x\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := c.Links[0].Plant.Kind(); k != "sim" {
+		t.Errorf("a link without [link.plant]: kind %q, want sim", k)
+	}
+}

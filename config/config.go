@@ -237,7 +237,7 @@ func ParseConfig(data []byte) (*Config, error) {
 		if fl.RateHz != nil { // absent: 30 Hz, emioapi's; 0 written is refused
 			l.RateHz = *fl.RateHz
 		}
-		p, perrs := decodePlant(md, fl.Plant, linkKey(i, fl.Name))
+		p, perrs := decodePlant(md, fl.Plant, linkKey(i, fl.Name), hasPlant(raw, i))
 		errs = append(errs, perrs...)
 		l.Plant = p
 		c.Links = append(c.Links, l)
@@ -251,6 +251,17 @@ func ParseConfig(data []byte) (*Config, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// hasPlant reports whether link i of the decoded file has a [link.plant]
+// table.
+func hasPlant(raw map[string]any, i int) bool {
+	links, _ := raw["link"].([]map[string]any)
+	if i >= len(links) {
+		return false
+	}
+	_, ok := links[i]["plant"]
+	return ok
 }
 
 // decodeError is the TOML library's error, with the offending line shown,

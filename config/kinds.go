@@ -79,6 +79,18 @@ func kindNames() string {
 	return strings.Join(names, " or ")
 }
 
+// kindList is the kinds for a message: "emio, meca500, vrep, sim".
+func kindList() string {
+	var names []string
+	for _, k := range kinds {
+		if k.name != defaultKind {
+			names = append(names, k.name)
+		}
+	}
+	// The in-memory plant last: the devices are what a table is for.
+	return strings.Join(append(names, defaultKind), ", ")
+}
+
 // Kinds lists the plant kinds this build knows, with what each drives.
 func Kinds() [][2]string {
 	out := make([][2]string, len(kinds))
@@ -92,7 +104,11 @@ func Kinds() [][2]string {
 // Its keys are checked here, against the kind's, so that a key of another
 // kind says which kind it belongs to; the TOML library's own list of
 // undecoded keys cannot tell one link from another.
-func decodePlant(md toml.MetaData, raw toml.Primitive, link string) (Plant, []error) {
+//
+// A link without a [link.plant] table has the in-memory plant of
+// defaultKind; a table without kind is refused, since its other keys
+// belong to a kind the file does not say.
+func decodePlant(md toml.MetaData, raw toml.Primitive, link string, present bool) (Plant, []error) {
 	bad := func(format string, args ...any) []error {
 		return []error{fmt.Errorf("%w: %s.plant%s", ErrConfig, link, fmt.Sprintf(format, args...))}
 	}
@@ -101,6 +117,9 @@ func decodePlant(md toml.MetaData, raw toml.Primitive, link string) (Plant, []er
 		return &SimPlant{}, bad(": %v", err)
 	}
 	name := defaultKind
+	if _, ok := keys["kind"]; !ok && present {
+		return &SimPlant{}, bad(".kind: missing; want one of %s", kindList())
+	}
 	if v, ok := keys["kind"]; ok {
 		s, isString := v.(string)
 		if !isString {
