@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	defaultconfig "github.com/labbridge/bridge"
 )
 
 // Every count and array length of a plant is checked against its range
@@ -152,7 +154,8 @@ func TestTimeoutWarning(t *testing.T) {
 		{link, ""},
 	}
 	for _, c := range cases {
-		cfg, err := ParseConfig([]byte(c.doc))
+		// loop.priority set: its own warning is TestPriorityWarning's.
+		cfg, err := ParseConfig([]byte(strings.Replace(c.doc, "[link.", "[link.loop]\npriority = 0\n[link.", 1)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,5 +186,37 @@ func TestPlantKindMissing(t *testing.T) {
 	}
 	if k := c.Links[0].Plant.Kind(); k != "sim" {
 		t.Errorf("a link without [link.plant]: kind %q, want sim", k)
+	}
+}
+
+// A link whose file sets no loop.priority runs at SCHED_OTHER, not at the
+// SCHED_FIFO 80 of bridge.toml: a warning says so; a written 0 says nothing.
+func TestPriorityWarning(t *testing.T) {
+	const want = `link "x": loop.priority is not set, so the loop runs at normal priority (SCHED_OTHER), not at the SCHED_FIFO 80 of the shipped bridge.toml; set loop.priority = 80 in [link.loop] for real-time ticks, or 0 for normal priority without this warning`
+	for doc, w := range map[string]string{
+		"[[link]]\nname = \"x\"\n":                             want,
+		"[[link]]\nname = \"x\"\n[link.loop]\ncpu = 1\n":       want,
+		"[[link]]\nname = \"x\"\n[link.loop]\npriority = 0\n":  "",
+		"[[link]]\nname = \"x\"\n[link.loop]\npriority = 80\n": "",
+	} {
+		cfg, err := ParseConfig([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(cfg.Warnings(), "\n"); got != w {
+			t.Errorf("%q:\n got %s\nwant %s", doc, got, w)
+		}
+		if p := cfg.Links[0].Loop.Priority; w != "" && p != 0 {
+			t.Errorf("%q: priority %d, want 0 (SCHED_OTHER)", doc, p)
+		}
+	}
+	c, err := ParseConfig(defaultconfig.TOML())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range c.Warnings() {
+		if strings.Contains(w, "loop.priority") {
+			t.Errorf("the shipped bridge.toml: %s", w)
+		}
 	}
 }

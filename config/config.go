@@ -142,6 +142,11 @@ type Link struct {
 	Tap TapTable
 	// Plant is the [link.plant] table of the plant's kind.
 	Plant Plant
+
+	// priorityUnset: the file wrote no loop.priority, so the loop runs at
+	// SCHED_OTHER; Warnings says so (a default of 80 would put every test's
+	// loop at SCHED_FIFO when run as root).
+	priorityUnset bool
 }
 
 // LoopTable is [link.loop].
@@ -238,6 +243,7 @@ func ParseConfig(data []byte) (*Config, error) {
 			l.RateHz = *fl.RateHz
 		}
 		p, perrs := decodePlant(md, fl.Plant, linkKey(i, fl.Name), hasPlant(raw, i))
+		l.priorityUnset = !hasKey(raw, i, "loop", "priority")
 		errs = append(errs, perrs...)
 		l.Plant = p
 		c.Links = append(c.Links, l)
@@ -261,6 +267,17 @@ func hasPlant(raw map[string]any, i int) bool {
 		return false
 	}
 	_, ok := links[i]["plant"]
+	return ok
+}
+
+// hasKey reports whether link i of the decoded file has table.key.
+func hasKey(raw map[string]any, i int, table, key string) bool {
+	links, _ := raw["link"].([]map[string]any)
+	if i >= len(links) {
+		return false
+	}
+	t, _ := links[i][table].(map[string]any)
+	_, ok := t[key]
 	return ok
 }
 

@@ -11,13 +11,17 @@ import (
 // print. Today: a Dynamixel bus too slow for its link's rate, which would
 // otherwise tick at what the bus carries and count overruns silently; and
 // a link that re-handshakes after a pause of its partner shorter than a
-// host's scheduling hiccup.
+// host's scheduling hiccup; and a loop left at normal priority because the
+// file did not set one.
 func (c *Config) Warnings() []string {
 	var out []string
 	for i := range c.Links {
 		l := &c.Links[i]
 		if w := l.timeoutWarning(linkKey(i, l.Name)); w != "" {
 			out = append(out, w)
+		}
+		if l.priorityUnset {
+			out = append(out, fmt.Sprintf("%s: loop.priority is not set, so the loop runs at normal priority (SCHED_OTHER), not at the SCHED_FIFO 80 of the shipped bridge.toml; set loop.priority = 80 in [link.loop] for real-time ticks, or 0 for normal priority without this warning", linkKey(i, l.Name)))
 		}
 		if p, ok := l.Plant.(*EmioPlant); ok {
 			if w := p.busWarning(l, linkKey(i, l.Name)); w != "" {
