@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """skips.py: reads `go test -json` on standard input, writes the test output
-as go test would, then a table of every skipped test with its reason, each
+as go test without -v would (the packages' lines, and a failed test's
+output), then a table of every skipped test with its reason, each
 checked against an allow-list (.ci/skips.txt). A skip that is not on the
 list fails CI: in CI every peer is installed, so a peer test that skips did
 not run. Exits 1 on an unlisted skip or a failed test.
@@ -38,11 +39,16 @@ def main():
             continue
         act, pkg, test = e.get("Action"), e.get("Package", ""), e.get("Test")
         if act == "output":
-            sys.stdout.write(e.get("Output", ""))
+            # As go test without -v: a package's own lines at once, a
+            # test's only if it fails.
             if test:
                 out.setdefault((pkg, test), []).append(e.get("Output", ""))
+            elif e.get("Output") != "PASS\n":
+                sys.stdout.write(e.get("Output", ""))
         elif act == "fail":
             failed = True
+            if test:
+                sys.stdout.write("".join(out.get((pkg, test), [])))
         elif act == "skip" and test:
             lines = [o.strip() for o in out.get((pkg, test), [])
                      if o.strip() and not o.strip().startswith(("=== ", "--- SKIP"))]
