@@ -64,27 +64,7 @@ func openSerial(t *testing.T, path string) serial.Port {
 // a whole packet is in.
 func pingOver(t *testing.T, port serial.Port, id byte) dynamixel.Status {
 	t.Helper()
-	var pkt [10]byte
-	dynamixel.MarshalInstruction(pkt[:], id, dynamixel.InstPing, nil)
-	if _, err := port.Write(pkt[:]); err != nil {
-		t.Fatalf("write: %v", err)
-	}
-	port.SetReadTimeout(100 * time.Millisecond)
-	var got []byte
-	buf := make([]byte, 64)
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		n, err := port.Read(buf)
-		if err != nil {
-			t.Fatalf("read: %v", err)
-		}
-		got = append(got, buf[:n]...)
-		if s, _, err := dynamixel.ParseStatus(got); err == nil {
-			return s
-		}
-	}
-	t.Fatalf("no status for ping of ID %d, got % X", id, got)
-	return dynamixel.Status{}
+	return statusOver(t, port, id, dynamixel.InstPing, nil)
 }
 
 // The simulator on a pseudo-terminal, through go.bug.st/serial: ping,
