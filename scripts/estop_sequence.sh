@@ -18,7 +18,8 @@ W=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$W"' EXIT
 (cd "$repo" && go build -o "$W/bridge" ./cmd/bridge)
 B=$W/bridge
-DEV=127.0.0.1:33311 CTL=127.0.0.1:33312 MET=127.0.0.1:33313
+# Below the kernel's ephemeral ports (32768-60999).
+DEV=127.0.0.1:25651 CTL=127.0.0.1:25652 MET=127.0.0.1:25653
 awk '/^\[\[link\]\]/ { inlink = 1; keep = 0; next } !inlink { print; next }
 	/^name = / { keep = ($3 == "\"meca500\""); if (keep) print "[[link]]" } keep' "$repo/bridge.toml" |
 	sed -e "s|^metrics = .*|metrics = \"$MET\"|" -e 's|^log_format = .*|log_format = "text"|' \
@@ -31,6 +32,7 @@ awk '/^\[\[link\]\]/ { inlink = 1; keep = 0; next } !inlink { print; next }
 [[ -n ${RUN:-} ]] && sed -i '/^restart_after_stop = /d' "$W/link.toml"
 "$B" sim meca500 -listen "$DEV" -control "$CTL" </dev/null >"$W/device.log" 2>&1 &
 for _ in $(seq 100); do curl -sf "http://$CTL/status" >/dev/null && break; sleep 0.1; done
+curl -sf "http://$CTL/status" >/dev/null || { echo "estop_sequence.sh: the simulator does not answer on $CTL:" >&2; cat "$W/device.log" >&2; exit 1; }
 "$B" partner -config "$W/link.toml" -listen 127.0.0.1:25610 -reply-to 127.0.0.1:25611 -accept 127.0.0.1:25612 >"$W/partner.log" 2>&1 &
 "${RUN:-$B}" run -config "$W/link.toml" >"$W/run.out" 2>"$W/run.log" &
 

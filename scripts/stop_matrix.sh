@@ -6,7 +6,7 @@
 # still: the script exits 1 otherwise.
 #
 # Kinds: vrep-az, vrep-zmq (wheel speeds, lock step), meca500 (joint
-# velocities). Ports 127.0.0.1:2560x-2562x and 3330x are used.
+# velocities). Ports 127.0.0.1:25600-25602 and 25641-25642 are used.
 #
 # Usage: scripts/stop_matrix.sh KIND [N]   (needs Go, curl and python3)
 # HALT=torque_off sets the link's halt policy (default: the embedded
@@ -20,7 +20,9 @@ W=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$W"' EXIT
 (cd "$repo" && go build -o "$W/bridge" ./cmd/bridge)
 B=$W/bridge
-DEV=127.0.0.1:33301 CTL=127.0.0.1:33302
+# Below the kernel's ephemeral ports (32768-60999), which a busy machine
+# hands to outgoing connections at any moment.
+DEV=127.0.0.1:25641 CTL=127.0.0.1:25642
 
 # The link named $1 of the embedded default, alone, on ports of its own,
 # with its plant's lines edited by $2 (a sed script).
@@ -53,6 +55,7 @@ meca500)
 esac
 "$B" partner -config "$W/link.toml" -listen 127.0.0.1:25600 -reply-to 127.0.0.1:25601 -accept 127.0.0.1:25602 >"$W/partner.log" 2>&1 &
 for _ in $(seq 100); do curl -sf "http://$CTL/status" >/dev/null && break; sleep 0.1; done
+curl -sf "http://$CTL/status" >/dev/null || { echo "stop_matrix.sh: the simulator does not answer on $CTL:" >&2; cat "$W/device.log" >&2; exit 1; }
 
 status() { curl -sf "http://$CTL/status"; }
 
