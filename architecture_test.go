@@ -72,6 +72,9 @@ var imports = map[string][]string{
 		"plant", "vrep", "vrep/vrepsim", "realsense", "realsense/tracker", "realtime", "sim", "simulink", "tap"},
 	// Test support: headless Chromium for the tests that look at a page.
 	"internal/headless": {},
+	// A simulator's console: typed lines and an HTTP endpoint carried to a
+	// function; nothing of ours.
+	"internal/console": {},
 	"cmd/bridge":        nil, // anything but another command
 }
 

@@ -84,8 +84,8 @@ func TestSimMeca500Faults(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	in, typed := io.Pipe()
-	mecaStdin = in
-	t.Cleanup(func() { mecaStdin = os.Stdin })
+	simStdin = in
+	t.Cleanup(func() { simStdin = os.Stdin })
 	pr, pw := io.Pipe()
 	code := make(chan int, 1)
 	var stderr strings.Builder

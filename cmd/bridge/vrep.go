@@ -1,19 +1,17 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/labbridge/bridge/internal/console"
 	"github.com/labbridge/bridge/loopbench"
 	"github.com/labbridge/bridge/vrep"
 	"github.com/labbridge/bridge/vrep/vrepsim"
@@ -72,12 +70,12 @@ func cmdSimVREP(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		fmt.Fprintf(stdout, "simulated CoppeliaSim scene (ZMQ remote API, protocol 2) on %s: joints /MotorLeft and /MotorRight, step %v\n", ln.Addr(), *step)
 		fmt.Fprintln(stdout, `connect RemoteAPIClient(port=…) or a bridge link (protocol = "zmq", address = "`+ln.Addr().String()+`"); Ctrl-C stops`)
-		stop, err := controlScene(ctx, scene, *control, *commands, stdout, stderr)
+		con, err := controlScene(ctx, scene, *control, *commands, stdout)
 		if err != nil {
 			return err
 		}
 		err = scene.Serve(ctx, ln)
-		stop()
+		con.Stop()
 		s := scene.World().Snapshot()
 		fmt.Fprintf(stdout, "simulation time %.2f s, %d step(s); wheel angles [%.3f %.3f] rad\n", s.Time, s.Steps, s.Angles[0], s.Angles[1])
 		return err
@@ -88,81 +86,33 @@ func cmdSimVREP(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stdout, "simulated V-REP scene (the seed's AZ socket) on %s: wheels MotorLeft and MotorRight, %v per exchange\n", ln.Addr(), *step)
 	fmt.Fprintln(stdout, `connect the seed's client or a bridge link (address = "`+ln.Addr().String()+`"); Ctrl-C stops`)
-	stop, err := controlScene(ctx, scene, *control, *commands, stdout, stderr)
+	con, err := controlScene(ctx, scene, *control, *commands, stdout)
 	if err != nil {
 		return err
 	}
 	err = scene.Serve(ctx, ln)
-	stop()
+	con.Stop()
 	s, st := scene.World().Snapshot(), scene.Stats()
 	fmt.Fprintf(stdout, "served %d exchange(s), %d with bad data, %d without data; simulation time %.2f s, wheel angles [%.3f %.3f] rad\n",
 		st.Exchanges, st.BadData, st.NoData, s.Time, s.Angles[0], s.Angles[1])
 	return err
 }
 
-// simStdin is where `bridge sim vrep` reads its commands (a test's pipe).
+// simStdin is where `bridge sim meca500` and `bridge sim vrep` read the
+// commands a person types (a test's pipe).
 var simStdin io.Reader = os.Stdin
 
 // controlScene lets a person (lines on standard input) and a script (HTTP
 // on addr) inject faults into the running scene; the parsing is
-// vrepsim.Control's. stop ends both and waits for them, except a read of a
-// terminal, which cannot be interrupted and ends with the process.
-func controlScene(ctx context.Context, scene vrepsim.Controlled, addr string, commands bool, stdout, stderr io.Writer) (stop func(), err error) {
-	var wg sync.WaitGroup
-	var mu sync.Mutex // stdout is shared by the two
-	var srv *http.Server
-	if addr != "" {
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return nil, fmt.Errorf("bridge sim vrep: -control %s: %w", addr, err)
-		}
-		srv = &http.Server{Handler: vrepsim.ControlHandler(scene), ReadHeaderTimeout: 5 * time.Second}
-		mu.Lock()
-		fmt.Fprintf(stdout, "fault control on http://%s: POST /fault/NAME (delay, drop, stop, play, pause, restart, fault, every), GET /status\n", ln.Addr())
-		mu.Unlock()
-		wg.Go(func() { srv.Serve(ln) })
+// vrepsim.Control's.
+func controlScene(ctx context.Context, scene vrepsim.Controlled, addr string, commands bool, stdout io.Writer) (*console.Console, error) {
+	var in io.Reader
+	if commands {
+		in = simStdin
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	var reader sync.WaitGroup
-	waitReader := false
-	if in := simStdin; commands && in != nil {
-		f, isFile := in.(*os.File)
-		// A read that can be interrupted: a pipe or a non-blocking file.
-		waitReader = !isFile || f.SetReadDeadline(time.Time{}) == nil
-		reader.Go(func() {
-			sc := bufio.NewScanner(in)
-			for sc.Scan() && rctx.Err() == nil {
-				out, err := vrepsim.Control(scene, strings.Fields(sc.Text()))
-				mu.Lock()
-				if err != nil {
-					fmt.Fprintln(stderr, "bridge sim vrep:", err)
-				} else if out != "" {
-					fmt.Fprintln(stdout, out)
-				}
-				mu.Unlock()
-			}
-		})
-		context.AfterFunc(rctx, func() {
-			if isFile {
-				f.SetReadDeadline(time.Now())
-			}
-			if c, ok := in.(io.Closer); ok && !isFile {
-				c.Close()
-			}
-		})
-	}
-	return func() {
-		cancel()
-		if srv != nil {
-			sctx, done := context.WithTimeout(context.Background(), time.Second)
-			srv.Shutdown(sctx)
-			done()
-		}
-		wg.Wait()
-		if waitReader {
-			reader.Wait()
-		}
-	}, nil
+	return console.Start(ctx, console.Config{Name: "bridge sim vrep", In: in, Out: stdout, Addr: addr,
+		Apply:  func(words []string) (string, error) { return vrepsim.Control(scene, words) },
+		Status: scene.Status, Help: "delay SECONDS [N], drop, stop, play, pause, restart, fault KIND [N], every N [KIND], status"})
 }
 
 // benchVREP is `bridge bench vrep`: one tick's exchange with a scene, at a

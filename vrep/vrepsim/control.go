@@ -3,8 +3,6 @@ package vrepsim
 import (
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -193,29 +191,3 @@ func cmdEvery(s Controlled, args []string) (string, error) {
 	return fmt.Sprintf("every %d-th call: %s", n, f), nil
 }
 
-// ControlHandler serves the control commands over HTTP, for scripts:
-// POST /fault/NAME with the command's further words in the body ("1 3" for
-// delay) or as ?args=; GET /status. Answers are plain text; a command not
-// understood is 400.
-func ControlHandler(s Controlled) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /fault/{name}", func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(io.LimitReader(r.Body, 4096))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		words := append([]string{r.PathValue("name")}, strings.Fields(string(body))...)
-		words = append(words, strings.Fields(r.URL.Query().Get("args"))...)
-		out, err := Control(s, words)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		fmt.Fprintln(w, out)
-	})
-	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, s.Status())
-	})
-	return mux
-}

@@ -2,9 +2,6 @@ package vrepsim
 
 import (
 	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -59,39 +56,3 @@ func TestControl(t *testing.T) {
 	}
 }
 
-// The same commands over HTTP, as a script sends them.
-func TestControlHandler(t *testing.T) {
-	z, _ := NewZMQ(ZMQConfig{Running: true})
-	srv := httptest.NewServer(ControlHandler(z))
-	defer srv.Close()
-	post := func(path, body string) (int, string) {
-		resp, err := http.Post(srv.URL+path, "text/plain", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
-	if code, out := post("/fault/stop", ""); code != 200 || z.State() != StateStopped {
-		t.Errorf("stop: %d %q", code, out)
-	}
-	if code, out := post("/fault/delay", "0.5 2"); code != 200 || z.faults.currentDelay() != 500*time.Millisecond {
-		t.Errorf("delay: %d %q", code, out)
-	}
-	if code, out := post("/fault/delay?args=2s", ""); code != 200 || z.faults.currentDelay() != 2*time.Second {
-		t.Errorf("delay by query: %d %q", code, out)
-	}
-	if code, out := post("/fault/explode", ""); code != 400 || !strings.Contains(out, "want one of") {
-		t.Errorf("unknown: %d %q", code, out)
-	}
-	resp, err := http.Get(srv.URL + "/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !strings.HasPrefix(string(b), "simulation stopped") {
-		t.Errorf("status %q", b)
-	}
-}
