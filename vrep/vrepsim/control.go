@@ -190,4 +190,3 @@ func cmdEvery(s Controlled, args []string) (string, error) {
 	s.Every(n, f)
 	return fmt.Sprintf("every %d-th call: %s", n, f), nil
 }
-

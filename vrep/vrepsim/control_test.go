@@ -55,4 +55,3 @@ func TestControl(t *testing.T) {
 		}
 	}
 }
-
