@@ -2,14 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"strings"
-	"time"
 
 	"github.com/labbridge/bridge/config"
+	"github.com/labbridge/bridge/statuspage"
 )
 
 // cmdResume is `bridge resume LINK`: a person's go for a robot that latched a
@@ -41,29 +40,12 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if target == "" {
 		return fmt.Errorf("bridge resume: the configuration serves no metrics address, so the running bridge cannot be reached: set [service] metrics, or stop and start the bridge")
 	}
-	host, port, err := net.SplitHostPort(target)
-	if err != nil {
-		return fmt.Errorf("bridge resume: metrics address %q: %w", target, err)
+	msg, err := statuspage.Resume(ctx, target, link)
+	if errors.Is(err, statuspage.ErrNotResumed) {
+		return fmt.Errorf("bridge resume: %s", strings.TrimPrefix(err.Error(), statuspage.ErrNotResumed.Error()+": "))
 	}
-	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
-		host = "127.0.0.1"
-	}
-	url := "http://" + net.JoinHostPort(host, port) + "/links/" + link + "/resume"
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
 	if err != nil {
 		return fmt.Errorf("bridge resume: %w", err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("bridge resume: no bridge answers at %s (is it running, with this configuration?): %w", target, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	msg := strings.TrimSpace(string(body))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("bridge resume: %s", msg)
 	}
 	fmt.Fprintln(stdout, msg)
 	return nil
