@@ -75,7 +75,7 @@ var imports = map[string][]string{
 	// A simulator's console: typed lines and an HTTP endpoint carried to a
 	// function; nothing of ours.
 	"internal/console": {},
-	"cmd/bridge":        nil, // anything but another command
+	"cmd/bridge":       nil, // anything but another command
 }
 
 // never lists what a protocol or device package may not depend on, even
