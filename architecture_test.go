@@ -71,7 +71,10 @@ var imports = map[string][]string{
 	"config": {".", "bridge", "camera", "dynamixel", "dynamixel/dxlsim", "emio", "fault", "framelock", "journal", "meca500", "meca500/mecasim", "metrics",
 		"plant", "vrep", "vrep/vrepsim", "realsense", "realsense/tracker", "realtime", "sim", "simulink", "tap"},
 	// Test support: headless Chromium for the tests that look at a page.
-	"internal/headless": {},
+	"internal/headless": {"internal/testutil"},
+	// Test support: waits, a shared buffer, and the switch that makes a
+	// missing peer skip or fail.
+	"internal/testutil": {},
 	// A simulator's console: typed lines and an HTTP endpoint carried to a
 	// function; nothing of ours.
 	"internal/console": {},
