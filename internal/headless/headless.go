@@ -1,6 +1,10 @@
 // Package headless runs Debian's headless Chromium for the tests that look
 // at what a person would see (the status page, the report). It is test
 // support: only _test files import it.
+//
+// Chromium renders a page once, for a static page; Start drives one
+// browser session over the DevTools protocol, in real time, for a page
+// that keeps changing.
 package headless
 
 import (
