@@ -251,6 +251,7 @@ func (r *Robot) execute(rq request, cmd command, now time.Duration) {
 	case "movejointsvel":
 		if v, ok := r.vector(rq, cmd); ok && r.jointSpeeds(rq, cmd, v) && r.admit(rq, true) {
 			r.enqueue(item{kind: itemJointVel, v: v}, true)
+			s.received(cmd.name, v)
 		}
 	case "movelinvelwrf", "movelinveltrf":
 		kind := itemLinVelWRF
@@ -259,6 +260,7 @@ func (r *Robot) execute(rq request, cmd command, now time.Duration) {
 		}
 		if v, ok := r.vector(rq, cmd); ok && r.cartSpeeds(rq, cmd, v) && r.admit(rq, true) {
 			r.enqueue(item{kind: kind, v: v}, true)
+			s.received(cmd.name, v)
 		}
 	case "setcheckpoint":
 		if v, ok := r.numbers(rq, cmd, 1); ok && r.integer(rq, cmd, "id", v[0], 1, 8191) && r.admit(rq, false) {
@@ -305,6 +307,7 @@ func (r *Robot) activate(rq request, now time.Duration) {
 // when it is refreshed, [2177][0] when t = 0 disarms it.
 func (r *Robot) watchdog(rq request, t float64, now time.Duration) {
 	s := &r.st
+	s.watchdogCommands++
 	if t == 0 {
 		s.wdTimeout = 0
 		r.reply(rq, 2177, "0")
@@ -313,6 +316,7 @@ func (r *Robot) watchdog(rq request, t float64, now time.Duration) {
 	first := s.wdTimeout == 0
 	s.wdTimeout = max(seconds(t), time.Millisecond)
 	s.wdDeadline = now + s.wdTimeout
+	s.wdRefreshed = now
 	if first {
 		r.reply(rq, 2177, "1")
 		return

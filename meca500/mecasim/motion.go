@@ -168,6 +168,12 @@ type state struct {
 
 	// Counters.
 	watchdogExpiries, watchdogRefreshes, motionCommands, bufferFullRefused, bufferFullPending int
+
+	// What was received, for Velocities and LastWatchdogExpiry.
+	velocities       []Velocity // newest last
+	watchdogCommands int
+	wdRefreshed      time.Duration
+	lastExpiry       WatchdogExpiry
 }
 
 func (s *state) init(cfg Config) {
@@ -458,6 +464,7 @@ func (r *Robot) watchdogExpired(now time.Duration) {
 		return
 	}
 	st.watchdogExpiries++
+	st.lastExpiry = WatchdogExpiry{Refreshed: st.wdRefreshed, Expired: st.wdDeadline, Noticed: now}
 	r.log.Info("mecasim: connection watchdog expired: closing the control connection", "at", now)
 	r.stopMotion()
 	st.paused = true
