@@ -14,6 +14,7 @@ import (
 
 	defaultconfig "github.com/labbridge/bridge"
 	"github.com/labbridge/bridge/bridge"
+	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/meca500"
 	"github.com/labbridge/bridge/plant"
 	"github.com/labbridge/bridge/simulink"
@@ -166,13 +167,13 @@ func TestMeca500EndToEnd(t *testing.T) {
 	b := buildMeca500(t, env, nil)
 	robot := b.Meca500
 	serveBuilt(t, b)
-	waitFor(t, "the robot on its way", func() bool {
+	testutil.WaitFor(t, "the robot on its way", func() bool {
 		q := robot.Joints()
 		return b.Link.State() == bridge.Running && q[0] > 3 && q[0] < 20
 	})
 	faults.Pause()
 	paused := time.Now()
-	waitFor(t, "the robot to stop", func() bool { return !robot.Status().Moving })
+	testutil.WaitFor(t, "the robot to stop", func() bool { return !robot.Status().Moving })
 	t.Logf("the robot stopped %v after the partner did", time.Since(paused).Round(time.Millisecond))
 	if jointsNear(robot.Joints(), mecaTarget, 0.5) {
 		t.Log("the robot reached the target before the partner stopped (a stalled machine): the stop was not shown mid-motion")
@@ -183,7 +184,7 @@ func TestMeca500EndToEnd(t *testing.T) {
 	// dead-man doing its work: that is not what this test is about.)
 	q := robot.Joints()
 	refreshes := robot.Status().WatchdogRefreshes
-	waitFor(t, "watchdog refreshes from idle ticks", func() bool {
+	testutil.WaitFor(t, "watchdog refreshes from idle ticks", func() bool {
 		st := robot.Status()
 		if st.Moving {
 			t.Fatalf("robot %+v moves while the partner is silent", st)
@@ -197,7 +198,7 @@ func TestMeca500EndToEnd(t *testing.T) {
 		t.Errorf("the robot moved without commands: %v then %v", q, robot.Joints())
 	}
 	faults.Resume()
-	waitFor(t, "the joints at the target", func() bool {
+	testutil.WaitFor(t, "the joints at the target", func() bool {
 		return b.Link.State() == bridge.Running && jointsNear(robot.Joints(), mecaTarget, 0.5)
 	})
 	meas := make([]float64, b.Layout.MeasureLen())
@@ -216,17 +217,17 @@ func TestMeca500EStopWaitsForAPerson(t *testing.T) {
 	b := buildMeca500(t, testEnv(t), nil)
 	robot := b.Meca500
 	sup := serveBuilt(t, b)
-	waitFor(t, "the robot on its way", func() bool { return b.Link.State() == bridge.Running && robot.Joints()[0] > 3 })
+	testutil.WaitFor(t, "the robot on its way", func() bool { return b.Link.State() == bridge.Running && robot.Joints()[0] > 3 })
 	robot.EStop(true)
-	waitFor(t, "degraded", func() bool { return b.Link.State() == bridge.Degraded })
+	testutil.WaitFor(t, "degraded", func() bool { return b.Link.State() == bridge.Degraded })
 	robot.EStop(false)
 	robot.ResetPowerSupply()
 	const want = "the emergency stop is reset; the arm waits for a person: run `bridge resume meca500`"
-	waitFor(t, "health saying so", func() bool { return strings.Contains(fmt.Sprint(sup.Health()), want) })
+	testutil.WaitFor(t, "health saying so", func() bool { return strings.Contains(fmt.Sprint(sup.Health()), want) })
 	if h := fmt.Sprint(sup.Health()); strings.Contains(h, "unreachable") {
 		t.Errorf("health %q: the robot is reachable", h)
 	}
-	waitFor(t, "the stopped fault", func() bool {
+	testutil.WaitFor(t, "the stopped fault", func() bool {
 		for _, a := range b.Faults.Active() {
 			if a.Name == "stopped" && strings.Contains(a.Detail, want) {
 				return true
@@ -245,17 +246,17 @@ func TestMeca500EStopWaitsForAPerson(t *testing.T) {
 		t.Fatal("the robot moved")
 	}
 	b.Link.Plant().(plant.Resumer).Resume()
-	waitFor(t, "running after the resume", func() bool { return b.Link.State() == bridge.Running && robot.Status().Activated })
-	waitFor(t, "the joints at the target", func() bool { return jointsNear(robot.Joints(), mecaTarget, 0.5) })
+	testutil.WaitFor(t, "running after the resume", func() bool { return b.Link.State() == bridge.Running && robot.Status().Activated })
+	testutil.WaitFor(t, "the joints at the target", func() bool { return jointsNear(robot.Joints(), mecaTarget, 0.5) })
 }
 
 // Motion commands refused with 1000 are a fault, while the link runs.
 func TestMeca500BufferFullFault(t *testing.T) {
 	b := buildMeca500(t, testEnv(t), nil)
 	serveBuilt(t, b)
-	waitFor(t, "running", func() bool { return b.Link.State() == bridge.Running && b.Link.Applied() > 10 })
+	testutil.WaitFor(t, "running", func() bool { return b.Link.State() == bridge.Running && b.Link.Applied() > 10 })
 	b.Meca500.BufferFull(50)
-	waitFor(t, "the buffer_full fault", func() bool {
+	testutil.WaitFor(t, "the buffer_full fault", func() bool {
 		for _, a := range b.Faults.Active() {
 			if a.Name == "buffer_full" && a.Events > 0 {
 				return true
@@ -270,16 +271,16 @@ func TestMeca500BufferFullFault(t *testing.T) {
 func TestMeca500DroppedSocket(t *testing.T) {
 	b := buildMeca500(t, testEnv(t), nil)
 	serveBuilt(t, b)
-	waitFor(t, "running", func() bool { return b.Link.State() == bridge.Running && b.Link.Applied() > 10 })
+	testutil.WaitFor(t, "running", func() bool { return b.Link.State() == bridge.Running && b.Link.Applied() > 10 })
 	b.Meca500.DropClient()
-	waitFor(t, "degraded", func() bool { return b.Link.State() == bridge.Degraded || b.Link.Stale() > 0 })
+	testutil.WaitFor(t, "degraded", func() bool { return b.Link.State() == bridge.Degraded || b.Link.Stale() > 0 })
 	ticks := b.Link.Ticks()
-	waitFor(t, "running again", func() bool { return b.Link.State() == bridge.Running && b.Meca500.Status().Connected })
+	testutil.WaitFor(t, "running again", func() bool { return b.Link.State() == bridge.Running && b.Meca500.Status().Connected })
 	if b.Link.Ticks() <= ticks {
 		t.Error("the loop stopped ticking while the robot was away")
 	}
 	applied := b.Link.Applied()
-	waitFor(t, "commands again", func() bool { return b.Link.Applied() > applied+10 })
+	testutil.WaitFor(t, "commands again", func() bool { return b.Link.Applied() > applied+10 })
 }
 
 // A motion error with reset_errors = false is reported and held: the link
@@ -289,9 +290,9 @@ func TestMeca500MotionErrorHeld(t *testing.T) {
 	b := buildMeca500(t, testEnv(t), nil)
 	robot := b.Meca500
 	serveBuilt(t, b)
-	waitFor(t, "running", func() bool { return b.Link.State() == bridge.Running && b.Link.Applied() > 10 })
+	testutil.WaitFor(t, "running", func() bool { return b.Link.State() == bridge.Running && b.Link.Applied() > 10 })
 	robot.MotionError()
-	waitFor(t, "degraded", func() bool { return b.Link.State() == bridge.Degraded })
+	testutil.WaitFor(t, "degraded", func() bool { return b.Link.State() == bridge.Degraded })
 	q := robot.Joints()
 	time.Sleep(300 * time.Millisecond) // several reopen attempts
 	st := robot.Status()
@@ -366,15 +367,15 @@ func TestMeca500StaleMeasurementAges(t *testing.T) {
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	serveBuilt(t, b)
 	robot := b.Meca500
-	waitFor(t, "running", func() bool { return b.Link.State() == bridge.Running && b.Link.Applied() > 10 })
+	testutil.WaitFor(t, "running", func() bool { return b.Link.State() == bridge.Running && b.Link.Applied() > 10 })
 	robot.MotionError()
 	var first float64
-	waitFor(t, "es = 1 and error 3005 at Simulink", func() bool {
+	testutil.WaitFor(t, "es = 1 and error 3005 at Simulink", func() bool {
 		y := rec.last()
 		first = y[20]
 		return b.Link.State() == bridge.Degraded && y[15] == 1 && y[19] == 3005
 	})
-	waitFor(t, "the age growing at Simulink", func() bool { return rec.last()[20] > first+0.2 })
+	testutil.WaitFor(t, "the age growing at Simulink", func() bool { return rec.last()[20] > first+0.2 })
 	t.Logf("Simulink reads %v", rec.last()[12:])
 }
 
@@ -384,11 +385,11 @@ func TestMeca500MotionErrorReset(t *testing.T) {
 	b := buildMeca500(t, testEnv(t), func(_ *Link, p *Meca500Plant) { p.ResetErrors, p.RestartAfterStop = new(true), true })
 	robot := b.Meca500
 	serveBuilt(t, b)
-	waitFor(t, "running", func() bool { return b.Link.State() == bridge.Running && b.Link.Applied() > 10 })
+	testutil.WaitFor(t, "running", func() bool { return b.Link.State() == bridge.Running && b.Link.Applied() > 10 })
 	robot.MotionError()
-	waitFor(t, "degraded", func() bool { return b.Link.State() == bridge.Degraded })
-	waitFor(t, "reset and running", func() bool { return b.Link.State() == bridge.Running && !robot.Status().Error })
-	waitFor(t, "the target", func() bool { return jointsNear(robot.Joints(), mecaTarget, 0.5) })
+	testutil.WaitFor(t, "degraded", func() bool { return b.Link.State() == bridge.Degraded })
+	testutil.WaitFor(t, "reset and running", func() bool { return b.Link.State() == bridge.Running && !robot.Status().Error })
+	testutil.WaitFor(t, "the target", func() bool { return jointsNear(robot.Joints(), mecaTarget, 0.5) })
 }
 
 // The arm's Latch refreshes the status, the last error and the sample's
@@ -404,10 +405,10 @@ func TestMeca500LatchTakesTheNewestStatus(t *testing.T) {
 		t.Fatalf("the Meca500 plant %T is not a Latcher", b.Link.Plant())
 	}
 	dst := make([]float64, b.Layout.MeasureLen())
-	waitFor(t, "a measurement", func() bool { return b.Link.Plant().Measure(dst) == nil && dst[19] == 0 && !math.IsNaN(dst[0]) })
+	testutil.WaitFor(t, "a measurement", func() bool { return b.Link.Plant().Measure(dst) == nil && dst[19] == 0 && !math.IsNaN(dst[0]) })
 	joints := append([]float64(nil), dst[:6]...)
 	b.Meca500.MotionError()
-	waitFor(t, "the arm to hear of the error", func() bool { st, code := arm.Status(); return st.Error && code == 3005 })
+	testutil.WaitFor(t, "the arm to hear of the error", func() bool { st, code := arm.Status(); return st.Error && code == 3005 })
 	arm.Latch(dst)
 	if dst[15] != 1 || dst[19] != 3005 || !slices.Equal(dst[:6], joints) {
 		t.Fatalf("latched %v: want es = 1, error 3005 and the joints %v as measured", dst, joints)

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/labbridge/bridge/internal/testutil"
 )
 
 // ErrExited: Chromium exited, or was killed, before it answered.
@@ -75,14 +77,16 @@ type reply struct {
 }
 
 // Start starts headless Chromium with args added to its command line
-// (--window-size=…), opens a page on about:blank and connects to it. The
-// test skips, saying how to install it, when there is no chromium; at the
-// test's cleanup Chromium is killed and waited on.
+// (--window-size=…), opens a page on about:blank and connects to it.
+// Without chromium the test skips, saying how to install it
+// (testutil.RequirePeer: fails where peers are required). At the test's
+// cleanup Chromium is killed and waited on.
 func Start(t testing.TB, args ...string) *Browser {
 	t.Helper()
 	bin, err := exec.LookPath("chromium")
 	if err != nil {
-		t.Skip("no chromium: apt-get install chromium")
+		testutil.RequirePeer(t, "chromium", "apt-get install chromium", err)
+		return nil // a fake testing.TB may return
 	}
 	// The profile is made before the cleanup that kills Chromium is
 	// registered, so that it is removed after Chromium stopped writing.

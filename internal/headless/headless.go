@@ -13,17 +13,20 @@ import (
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/labbridge/bridge/internal/testutil"
 )
 
 // Chromium runs headless Chromium on url with args (--dump-dom,
 // --screenshot=…, --virtual-time-budget=…), in a profile of its own, and
-// returns what it wrote to stdout. The test skips, saying how to install
-// it, when there is no chromium.
+// returns what it wrote to stdout. Without chromium the test skips, saying
+// how to install it (testutil.RequirePeer: fails where peers are required).
 func Chromium(t *testing.T, url string, args ...string) []byte {
 	t.Helper()
 	bin, err := exec.LookPath("chromium")
 	if err != nil {
-		t.Skip("no chromium: apt-get install chromium")
+		testutil.RequirePeer(t, "chromium", "apt-get install chromium", err)
+		return nil // a fake testing.TB may return
 	}
 	// Generous: a cold start on a loaded CI machine; the tests check what
 	// is rendered, not how fast.
