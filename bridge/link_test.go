@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/labbridge/bridge/bridge"
+	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/plant"
 	"github.com/labbridge/bridge/realtime"
 	"github.com/labbridge/bridge/sim"
@@ -371,17 +372,17 @@ func TestDeviceUnplugDegradesAndRecovers(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- sup.Serve(ctx) }()
-	waitFor(t, "running", func() bool { return r.link.State() == bridge.Running && r.link.Applied() > 0 })
+	testutil.WaitFor(t, "running", func() bool { return r.link.State() == bridge.Running && r.link.Applied() > 0 })
 	r.plant.Unplug()
-	waitFor(t, "degraded", func() bool { return r.link.State() == bridge.Degraded })
+	testutil.WaitFor(t, "degraded", func() bool { return r.link.State() == bridge.Degraded })
 	t0 := r.link.Ticks()
-	waitFor(t, "ticks while degraded", func() bool { return r.link.Ticks() > t0+20 })
+	testutil.WaitFor(t, "ticks while degraded", func() bool { return r.link.Ticks() > t0+20 })
 	// Simulink meanwhile receives the last measurement again: counted stale.
-	waitFor(t, "a stale measurement counted", func() bool { return r.link.Stale() > 0 })
+	testutil.WaitFor(t, "a stale measurement counted", func() bool { return r.link.Stale() > 0 })
 	r.plant.Plug()
-	waitFor(t, "recovered", func() bool { return r.link.State() == bridge.Running })
+	testutil.WaitFor(t, "recovered", func() bool { return r.link.State() == bridge.Running })
 	a0 := r.link.Applied()
-	waitFor(t, "commands again", func() bool { return r.link.Applied() > a0+5 })
+	testutil.WaitFor(t, "commands again", func() bool { return r.link.Applied() > a0+5 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -406,17 +407,6 @@ func TestDeviceUnplugDegradesAndRecovers(t *testing.T) {
 	}
 	if events[2].Err == nil || events[2].Cause != bridge.CauseDeviceError {
 		t.Errorf("degraded event %+v", events[2])
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
 	}
 }
 
@@ -472,7 +462,7 @@ func TestOneDatagramPerTick(t *testing.T) {
 	for range 50 {
 		r.tick()
 	}
-	waitFor(t, "the partner to read every datagram", func() bool { return r.partner.Stats().Received >= before+50 })
+	testutil.WaitFor(t, "the partner to read every datagram", func() bool { return r.partner.Stats().Received >= before+50 })
 	time.Sleep(20 * time.Millisecond)
 	if got := r.partner.Stats().Received - before; got != 50 {
 		t.Errorf("%d datagrams for 50 ticks", got)

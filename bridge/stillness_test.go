@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/labbridge/bridge/bridge"
+	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/plant"
 	rt "github.com/labbridge/bridge/realtime"
 )
@@ -112,11 +113,11 @@ func TestDegradedStopsAVelocityPlant(t *testing.T) {
 	sup.AddLink(l, nil)
 	stop := serve(t, sup)
 	defer stop()
-	waitFor(t, "a command applied", func() bool { s, _, _, _ := p.get(); return s == 3 })
+	testutil.WaitFor(t, "a command applied", func() bool { s, _, _, _ := p.get(); return s == 3 })
 	p.smu.Lock()
 	p.failNext = true
 	p.smu.Unlock()
-	waitFor(t, "running again", func() bool { _, _, _, ev := p.get(); return indexOf(ev, "reopen") >= 0 && l.State() == bridge.Running })
+	testutil.WaitFor(t, "running again", func() bool { _, _, _, ev := p.get(); return indexOf(ev, "reopen") >= 0 && l.State() == bridge.Running })
 	_, _, _, ev := p.get()
 	if i := indexOf(ev, "stop"); i < 0 || indexOf(ev, "reopen") < i {
 		t.Fatalf("device events %v: want the stop before any reopen", ev)
@@ -133,11 +134,11 @@ func TestUnreachableStopIsSaid(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- sup.Serve(ctx) }()
-	waitFor(t, "a command applied", func() bool { s, _, _, _ := p.get(); return s == 3 })
+	testutil.WaitFor(t, "a command applied", func() bool { s, _, _, _ := p.get(); return s == 3 })
 	p.smu.Lock()
 	p.failNext = true
 	p.smu.Unlock()
-	waitFor(t, "health says it", func() bool {
+	testutil.WaitFor(t, "health says it", func() bool {
 		err := sup.Health()
 		return err != nil && strings.Contains(err.Error(), "its last speeds may still be applied")
 	})
@@ -163,7 +164,7 @@ func TestLatchedStopWaitsForAPerson(t *testing.T) {
 	sup.AddLink(l, nil)
 	stop := serve(t, sup)
 	defer stop()
-	waitFor(t, "running", func() bool { return l.State() == bridge.Running })
+	testutil.WaitFor(t, "running", func() bool { return l.State() == bridge.Running })
 	if err := sup.Resume("wheels"); !errors.Is(err, bridge.ErrNotLatched) {
 		t.Fatalf("Resume of a running link: %v, want ErrNotLatched", err)
 	}
@@ -173,7 +174,7 @@ func TestLatchedStopWaitsForAPerson(t *testing.T) {
 	p.smu.Lock()
 	p.latched, p.failNext = true, true
 	p.smu.Unlock()
-	waitFor(t, "several refused reopens", func() bool { _, _, n, _ := p.get(); return n >= 5 })
+	testutil.WaitFor(t, "several refused reopens", func() bool { _, _, n, _ := p.get(); return n >= 5 })
 	if l.State() != bridge.Degraded || !l.Latched() {
 		t.Fatalf("state %v latched %v, want degraded and latched", l.State(), l.Latched())
 	}
@@ -186,7 +187,7 @@ func TestLatchedStopWaitsForAPerson(t *testing.T) {
 	if err := sup.Resume("wheels"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "running after resume", func() bool { return l.State() == bridge.Running })
+	testutil.WaitFor(t, "running after resume", func() bool { return l.State() == bridge.Running })
 	if l.Latched() || sup.Health() != nil {
 		t.Fatalf("latched %v health %v after resume", l.Latched(), sup.Health())
 	}
@@ -233,10 +234,10 @@ func TestStaleMeasurementAges(t *testing.T) {
 	sup.AddLink(l, nil)
 	stop := serve(t, sup)
 	defer stop()
-	waitFor(t, "running", func() bool { return l.State() == bridge.Running })
+	testutil.WaitFor(t, "running", func() bool { return l.State() == bridge.Running })
 	p.gone.Store(true)
 	m := make([]float64, 2)
-	waitFor(t, "the age growing in the stale measurement", func() bool { l.Measurement(m); return m[1] > 3 })
+	testutil.WaitFor(t, "the age growing in the stale measurement", func() bool { l.Measurement(m); return m[1] > 3 })
 	if l.Stale() == 0 {
 		t.Error("no stale tick counted")
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/labbridge/bridge/bridge"
+	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/plant"
 	"github.com/labbridge/bridge/realtime"
 	"github.com/labbridge/bridge/simulink"
@@ -161,9 +162,9 @@ func TestRestartAfterTorqueOffHaltReopensFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := serve(t, sup)
-	waitFor(t, "the reopen after the restart", func() bool { p.mu.Lock(); defer p.mu.Unlock(); return p.reopens > 0 })
+	testutil.WaitFor(t, "the reopen after the restart", func() bool { p.mu.Lock(); defer p.mu.Unlock(); return p.reopens > 0 })
 	a0 := l.Applied()
-	waitFor(t, "commands after the reopen", func() bool { return l.Applied() > a0+5 && l.State() == bridge.Running })
+	testutil.WaitFor(t, "commands after the reopen", func() bool { return l.Applied() > a0+5 && l.State() == bridge.Running })
 	stop()
 	calls, _ := p.snapshot()
 	joined := strings.Join(calls, ",")
@@ -211,7 +212,7 @@ func TestPermanentFailureNotRetried(t *testing.T) {
 	sup.Add("metrics", perm)
 	sup.Add("flaky", flaky)
 	stop := serve(t, sup)
-	waitFor(t, "a few restarts of the flaky service", func() bool { return flaky.calls.Load() >= 5 })
+	testutil.WaitFor(t, "a few restarts of the flaky service", func() bool { return flaky.calls.Load() >= 5 })
 	stop()
 	if n := perm.calls.Load(); n != 1 {
 		t.Errorf("a permanent failure was served %d times, want once", n)
@@ -258,7 +259,7 @@ func TestDependenciesStartBeforeAndStopAfterTheLink(t *testing.T) {
 	}
 	sup.Add("metrics", depService{"metrics", record})
 	stop := serve(t, sup)
-	waitFor(t, "ticks", func() bool { return l2.Ticks() > 3 })
+	testutil.WaitFor(t, "ticks", func() bool { return l2.Ticks() > 3 })
 	stop()
 	mu.Lock()
 	defer mu.Unlock()
@@ -302,8 +303,8 @@ func TestProgressNeedsEveryLink(t *testing.T) {
 	progress := sup.Progress()
 	stop := serve(t, sup)
 	defer stop()
-	waitFor(t, "both links ticking", func() bool { return sup.Ticking(5) })
-	waitFor(t, "progress of both", progress)
+	testutil.WaitFor(t, "both links ticking", func() bool { return sup.Ticking(5) })
+	testutil.WaitFor(t, "progress of both", progress)
 	release := make(chan struct{})
 	stuck.mu.Lock()
 	stuck.stall = release
@@ -312,10 +313,10 @@ func TestProgressNeedsEveryLink(t *testing.T) {
 	// Once the stuck link has blocked (its tick in flight when the stall
 	// was set may still complete), progress stays false while the live
 	// link keeps ticking.
-	waitFor(t, "the stuck link blocked", stuck.stalled.Load)
+	testutil.WaitFor(t, "the stuck link blocked", stuck.stalled.Load)
 	progress() // may still see the stuck link's last tick
 	a0 := a.Ticks()
-	waitFor(t, "the live link ticking", func() bool { return a.Ticks() > a0+5 })
+	testutil.WaitFor(t, "the live link ticking", func() bool { return a.Ticks() > a0+5 })
 	if progress() {
 		t.Error("progress reported with one link stalled")
 	}
@@ -359,7 +360,7 @@ func TestAbsentDeviceIsPolled(t *testing.T) {
 	sup.AddLink(l, nil)
 	stop := serve(t, sup)
 	defer stop()
-	waitFor(t, "the device back", func() bool { return l.State() == bridge.Running })
+	testutil.WaitFor(t, "the device back", func() bool { return l.State() == bridge.Running })
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.reopens != 6 {
@@ -389,10 +390,10 @@ func TestHaltOutcomeAtStop(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- sup.Serve(ctx) }()
-			waitFor(t, "ticks", func() bool { return l.Ticks() > 2 })
+			testutil.WaitFor(t, "ticks", func() bool { return l.Ticks() > 2 })
 			if tc.unplug {
 				p.unplug.Store(true) // on the loop thread's next Measure
-				waitFor(t, "degraded", func() bool { return l.State() == bridge.Degraded })
+				testutil.WaitFor(t, "degraded", func() bool { return l.State() == bridge.Degraded })
 			}
 			cancel()
 			err := <-done
@@ -434,7 +435,7 @@ func TestHealthOneLinePerProblem(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := serve(t, sup)
-	waitFor(t, "both links running", func() bool { return arm.State() == bridge.Running && other.State() == bridge.Running })
+	testutil.WaitFor(t, "both links running", func() bool { return arm.State() == bridge.Running && other.State() == bridge.Running })
 	if got, want := sup.Health().Error(), "link arm: the servos are not reachable\nlink arm: the camera delivers no frames"; got != want {
 		t.Errorf("running:\n%s\nwant\n%s", got, want)
 	}

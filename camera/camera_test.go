@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/labbridge/bridge/bridge"
+	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/realsense/tracker"
 	"github.com/labbridge/bridge/realtime"
 )
@@ -195,13 +196,13 @@ func TestCameraUnplugReopened(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- sup.Serve(ctx) }()
-	waitFor(t, "first frames", func() bool { return c.Frames() >= 3 })
+	testutil.WaitFor(t, "first frames", func() bool { return c.Frames() >= 3 })
 
 	if !c.Streaming() {
 		t.Fatal("not streaming while frames come")
 	}
 	src.setGone(true)
-	waitFor(t, "failure seen", func() bool { return obs.downs.Load() >= 2 }) // the read, then a failed reopen
+	testutil.WaitFor(t, "failure seen", func() bool { return obs.downs.Load() >= 2 }) // the read, then a failed reopen
 	if c.Streaming() {
 		t.Fatal("streaming while unplugged")
 	}
@@ -212,7 +213,7 @@ func TestCameraUnplugReopened(t *testing.T) {
 	}
 	before := c.Frames()
 	src.setGone(false)
-	waitFor(t, "frames after replug", func() bool { return c.Frames() > before+3 })
+	testutil.WaitFor(t, "frames after replug", func() bool { return c.Frames() > before+3 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -237,7 +238,7 @@ func TestCameraStall(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- c.Serve(ctx) }()
-	waitFor(t, "frames after one bad read", func() bool { return c.Frames() >= 3 })
+	testutil.WaitFor(t, "frames after one bad read", func() bool { return c.Frames() >= 3 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("one bad read ended Serve: %v", err)
@@ -289,17 +290,6 @@ func TestNewErrors(t *testing.T) {
 	}
 	if err := c.Serve(context.Background()); err == nil {
 		t.Fatal("tracker with 1 marker accepted for nb_markers 2")
-	}
-}
-
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -382,7 +372,7 @@ func TestCameraPriority(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Serve(ctx) }()
-	waitFor(t, "frames tracked on the camera's thread", func() bool { return c.Frames() >= 3 })
+	testutil.WaitFor(t, "frames tracked on the camera's thread", func() bool { return c.Frames() >= 3 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

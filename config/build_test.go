@@ -13,6 +13,7 @@ import (
 	defaultconfig "github.com/labbridge/bridge"
 	"github.com/labbridge/bridge/bridge"
 	"github.com/labbridge/bridge/fault"
+	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/metrics"
 )
 
@@ -63,17 +64,6 @@ func serveBuilt(t *testing.T, b *Built) *bridge.Supervisor {
 	return sup
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func testEnv(t *testing.T) Env {
 	set, err := metrics.New(metrics.NewRegistry(), metrics.BuildInfo{Version: "test"})
 	if err != nil {
@@ -102,7 +92,7 @@ func TestBuildDefaultRuns(t *testing.T) {
 		t.Errorf("dependencies %v, want the camera and the fault watcher", names)
 	}
 	serveBuilt(t, b)
-	waitFor(t, "running with the camera streaming", func() bool {
+	testutil.WaitFor(t, "running with the camera streaming", func() bool {
 		st := b.Status()
 		streaming := len(st) > 0 && strings.HasPrefix(st[0], "frame ") && !strings.Contains(st[0], "not streaming")
 		return b.Link.State() == bridge.Running && b.Link.Applied() > 3 && streaming && healthyButBusy(b)
@@ -115,7 +105,7 @@ func TestBuildDefaultRuns(t *testing.T) {
 	// q = asin(±0.25) = ±0.2527 on motors 1 and 2.
 	wantCmd, wantMarker := []float64{0, 0.2527, -0.2527, 0}, []float64{-5, -135, 10}
 	cmd, meas := make([]float64, 4), make([]float64, 7)
-	waitFor(t, "convergence", func() bool {
+	testutil.WaitFor(t, "convergence", func() bool {
 		b.Link.Command(cmd)
 		b.Link.Measurement(meas)
 		return near(cmd, wantCmd, 0.02) && near(meas[:3], wantMarker, 1.5)
@@ -143,10 +133,10 @@ func TestBuildHealthReportsCameraDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	sup := serveBuilt(t, b)
-	waitFor(t, "running", func() bool { return b.Link.State() == bridge.Running })
+	testutil.WaitFor(t, "running", func() bool { return b.Link.State() == bridge.Running })
 	// Whatever else a busy machine adds (an overrun, a late servo reply).
 	const want = "link emio: the camera delivers no frames; the markers are held (open: "
-	waitFor(t, "the camera fault", func() bool { return strings.Contains(fmt.Sprint(sup.Health()), want) })
+	testutil.WaitFor(t, "the camera fault", func() bool { return strings.Contains(fmt.Sprint(sup.Health()), want) })
 	if err := sup.Health(); !errors.Is(err, fault.ErrFault) {
 		t.Errorf("health %v, want a fault", err)
 	}
@@ -177,7 +167,7 @@ func TestBuildAbsentDeviceStartsDegraded(t *testing.T) {
 		t.Fatal(err)
 	}
 	serveBuilt(t, b)
-	waitFor(t, "ticks", func() bool { return b.Link.Ticks() > 20 })
+	testutil.WaitFor(t, "ticks", func() bool { return b.Link.Ticks() > 20 })
 	if s := b.Link.State(); s != bridge.Degraded {
 		t.Errorf("state %v, want degraded", s)
 	}

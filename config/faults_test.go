@@ -1,35 +1,21 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/labbridge/bridge/bridge"
 	"github.com/labbridge/bridge/fault"
+	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/simulink"
 )
-
-// syncBuffer is a log destination several goroutines write.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // A Simulink host whose every reply has the wrong size: the link never
 // completes its handshake, and that is said once in the log (not once per
@@ -38,7 +24,7 @@ func TestWrongSizeRepliesAreAFault(t *testing.T) {
 	c := parseDefault(t, func(l *Link, p *EmioPlant) {
 		p.Camera.Kind, l.Clock = "none", "timer"
 	})
-	var logs syncBuffer
+	var logs testutil.SyncBuffer
 	env := testEnv(t)
 	env.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	env.Faults = &simulink.Faults{WrongSize: 1, Seed: 1}
@@ -55,7 +41,7 @@ func TestWrongSizeRepliesAreAFault(t *testing.T) {
 		}
 		return m
 	}
-	waitFor(t, "both faults", func() bool { a := active(); return a["no_partner"] && a["wrong_size"] })
+	testutil.WaitFor(t, "both faults", func() bool { a := active(); return a["no_partner"] && a["wrong_size"] })
 	if s := b.Link.State(); s != bridge.Handshaking {
 		t.Errorf("state %v, want handshaking", s)
 	}
@@ -111,7 +97,7 @@ func TestServoFaultsNameTheServo(t *testing.T) {
 	c := parseDefault(t, func(l *Link, p *EmioPlant) {
 		p.Camera.Kind, l.Clock = "none", "timer"
 	})
-	var logs syncBuffer
+	var logs testutil.SyncBuffer
 	env, reg := vrepEnv(t)
 	env.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	b, err := c.Links[0].Build(env)
@@ -119,8 +105,8 @@ func TestServoFaultsNameTheServo(t *testing.T) {
 		t.Fatal(err)
 	}
 	sup := serveBuilt(t, b)
-	waitFor(t, "running", func() bool { return b.Link.State() == bridge.Running })
-	waitFor(t, "every servo's temperature", func() bool {
+	testutil.WaitFor(t, "running", func() bool { return b.Link.State() == bridge.Running })
+	testutil.WaitFor(t, "every servo's temperature", func() bool {
 		for id := range 4 {
 			if _, ok := gathered(t, reg, "bridge_servo_temperature_celsius", map[string]string{"link": "emio", "servo": strconv.Itoa(id)}); !ok {
 				return false
@@ -137,7 +123,7 @@ func TestServoFaultsNameTheServo(t *testing.T) {
 	// is blamed is the emio package's test (TestServoStatusOverPTY, with a
 	// margin no busy machine outlasts). Here: the fault starts, names a
 	// servo of the link, and the misses are exported per servo.
-	waitFor(t, "servo_silent started", func() bool {
+	testutil.WaitFor(t, "servo_silent started", func() bool {
 		v, _ := gathered(t, reg, "bridge_faults_total", map[string]string{"link": "emio", "fault": "servo_silent"})
 		return v >= 1
 	})
@@ -155,25 +141,25 @@ func TestServoFaultsNameTheServo(t *testing.T) {
 	if err := b.Simulated.SetMissing(1, false); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "running again", func() bool { return b.Link.State() == bridge.Running })
+	testutil.WaitFor(t, "running again", func() bool { return b.Link.State() == bridge.Running })
 	// An overheated servo stops the Emio until a person resumes it: the
 	// servo fault and the link's stop both say so.
 	if err := b.Simulated.ForceOverheat(2); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "servo_hot", func() bool { _, ok := activeFault(b, "servo_hot"); return ok })
+	testutil.WaitFor(t, "servo_hot", func() bool { _, ok := activeFault(b, "servo_hot"); return ok })
 	a, _ := activeFault(b, "servo_hot")
 	if !strings.HasPrefix(a.Detail, "servo 2: ") || !strings.Contains(a.Advice, "`bridge resume emio`, which reboots it") {
 		t.Errorf("servo_hot detail %q, advice %q, want servo 2 named and the resume", a.Detail, a.Advice)
 	}
-	waitFor(t, "the overheating bit exported", func() bool {
+	testutil.WaitFor(t, "the overheating bit exported", func() bool {
 		v, _ := gathered(t, reg, "bridge_servo_hardware_error", map[string]string{"servo": "2", "error": "overheating"})
 		return v == 1
 	})
 	if v, ok := gathered(t, reg, "bridge_fault_active", map[string]string{"link": "emio", "fault": "servo_hot"}); !ok || v != 1 {
 		t.Errorf("bridge_fault_active{fault=servo_hot} = %v, %v", v, ok)
 	}
-	waitFor(t, "stopped", func() bool { _, ok := activeFault(b, "stopped"); return ok })
+	testutil.WaitFor(t, "stopped", func() bool { _, ok := activeFault(b, "stopped"); return ok })
 	if a, _ := activeFault(b, "stopped"); !strings.Contains(a.Detail, "servo 2: overheating") || !strings.Contains(a.Detail, "`bridge resume emio`") {
 		t.Errorf("stopped detail %q, want servo 2's overheating and the link's resume", a.Detail)
 	}

@@ -14,6 +14,7 @@ import (
 
 	defaultconfig "github.com/labbridge/bridge"
 	"github.com/labbridge/bridge/bridge"
+	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/metrics"
 	"github.com/labbridge/bridge/plant"
 	"github.com/labbridge/bridge/vrep"
@@ -179,7 +180,7 @@ func TestVREPEndToEnd(t *testing.T) {
 	}
 	serveBuilt(t, b)
 	world := b.VREP.World()
-	waitFor(t, "the wheels turning under the partner's command", func() bool {
+	testutil.WaitFor(t, "the wheels turning under the partner's command", func() bool {
 		s := world.Snapshot()
 		return b.Link.State() == bridge.Running && s.Angles[0] > 0.5 && s.Angles[1] > 0.5
 	})
@@ -208,7 +209,7 @@ func TestVREPSceneDownAtStart(t *testing.T) {
 		t.Logf("state %v", b.Link.State())
 	}
 	serveBuilt(t, b)
-	waitFor(t, "degraded and ticking", func() bool { return b.Link.State() == bridge.Degraded && b.Link.Ticks() > 3 })
+	testutil.WaitFor(t, "degraded and ticking", func() bool { return b.Link.State() == bridge.Degraded && b.Link.Ticks() > 3 })
 	if n := failures(t, reg, "refused"); n < 1 {
 		t.Errorf("%v refusals counted", n)
 	}
@@ -221,7 +222,7 @@ func TestVREPSceneDownAtStart(t *testing.T) {
 		t.Skipf("the scene's port %s was taken meanwhile: %v", addr, err)
 	}
 	serveScene(t, func(ctx contextT) error { return scene.Serve(ctx, ln) })
-	waitFor(t, "running once the scene is up", func() bool {
+	testutil.WaitFor(t, "running once the scene is up", func() bool {
 		return b.Link.State() == bridge.Running && scene.World().Snapshot().Angles[0] > 0
 	})
 }
@@ -235,27 +236,27 @@ func TestVREPSceneFaults(t *testing.T) {
 	b := buildVREP(t, env, func(_ *Link, p *VREPPlant) { p.Sim.Step.Duration = 10 * time.Millisecond })
 	serveBuilt(t, b)
 	scene := b.VREP
-	waitFor(t, "running", func() bool { return b.Link.State() == bridge.Running && scene.World().Snapshot().Speeds[0] > 0 })
+	testutil.WaitFor(t, "running", func() bool { return b.Link.State() == bridge.Running && scene.World().Snapshot().Speeds[0] > 0 })
 	for _, f := range []struct {
 		fault  vrepsim.Fault
 		reason string
 	}{{vrepsim.Short, "short"}, {vrepsim.BadMagic, "magic"}, {vrepsim.CloseEarly, "closed"}} {
 		before := failures(t, reg, f.reason)
 		scene.Inject(f.fault, 1)
-		waitFor(t, f.reason+" counted", func() bool { return failures(t, reg, f.reason) == before+1 })
+		testutil.WaitFor(t, f.reason+" counted", func() bool { return failures(t, reg, f.reason) == before+1 })
 		if s := b.Link.State(); s != bridge.Running {
 			t.Errorf("one %s reply: link %v, want running", f.reason, s)
 		}
 	}
 	degradedBefore := b.Link.Stale()
 	scene.Inject(vrepsim.BadMagic, 3)
-	waitFor(t, "degraded after three wrong replies", func() bool { return b.Link.State() == bridge.Degraded || b.Link.Stale() > degradedBefore })
-	waitFor(t, "the wheels stopped by the degraded link", func() bool {
+	testutil.WaitFor(t, "degraded after three wrong replies", func() bool { return b.Link.State() == bridge.Degraded || b.Link.Stale() > degradedBefore })
+	testutil.WaitFor(t, "the wheels stopped by the degraded link", func() bool {
 		sp := scene.World().Snapshot().Speeds
 		return sp[0] == 0 && sp[1] == 0
 	})
 	ticks := b.Link.Ticks()
-	waitFor(t, "running again", func() bool { return b.Link.State() == bridge.Running && b.Link.Ticks() > ticks })
+	testutil.WaitFor(t, "running again", func() bool { return b.Link.State() == bridge.Running && b.Link.Ticks() > ticks })
 }
 
 // A reply slower than the exchange's timeout: counted as a timeout, the
@@ -264,12 +265,12 @@ func TestVREPSlowScene(t *testing.T) {
 	env, reg := vrepEnv(t)
 	b := buildVREP(t, env, func(_ *Link, p *VREPPlant) { p.Timeout.Duration = 20 * time.Millisecond })
 	serveBuilt(t, b)
-	waitFor(t, "running", func() bool { return b.Link.State() == bridge.Running })
+	testutil.WaitFor(t, "running", func() bool { return b.Link.State() == bridge.Running })
 	ticks := b.Link.Ticks()
 	b.VREP.AZ.Inject(vrepsim.Delay, 1)
-	waitFor(t, "a timeout counted", func() bool { return failures(t, reg, "timeout") >= 1 })
-	waitFor(t, "ticks while the scene was slow", func() bool { return b.Link.Ticks() > ticks+2 })
-	waitFor(t, "running after the slow reply", func() bool { return b.Link.State() == bridge.Running })
+	testutil.WaitFor(t, "a timeout counted", func() bool { return failures(t, reg, "timeout") >= 1 })
+	testutil.WaitFor(t, "ticks while the scene was slow", func() bool { return b.Link.Ticks() > ticks+2 })
+	testutil.WaitFor(t, "running after the slow reply", func() bool { return b.Link.State() == bridge.Running })
 }
 
 // A restart of the scene mid-run is counted; the link keeps running.
@@ -277,10 +278,10 @@ func TestVREPSceneRestarted(t *testing.T) {
 	env, _ := vrepEnv(t)
 	b := buildVREP(t, env, nil)
 	serveBuilt(t, b)
-	waitFor(t, "running", func() bool { return b.Link.State() == bridge.Running && b.VREP.World().Snapshot().Time > 0.2 })
+	testutil.WaitFor(t, "running", func() bool { return b.Link.State() == bridge.Running && b.VREP.World().Snapshot().Time > 0.2 })
 	b.VREP.AZ.Restart()
 	scene := b.Link.Plant().(*vrep.Scene)
-	waitFor(t, "the restart seen", func() bool { return scene.Stats().Restarts == 1 })
+	testutil.WaitFor(t, "the restart seen", func() bool { return scene.Stats().Restarts == 1 })
 	if b.Link.State() != bridge.Running {
 		t.Errorf("link %v after a scene restart", b.Link.State())
 	}
@@ -298,7 +299,7 @@ func TestVREPZMQEndToEnd(t *testing.T) {
 		t.Fatalf("built %+v", b)
 	}
 	serveBuilt(t, b)
-	waitFor(t, "the wheels turning", func() bool {
+	testutil.WaitFor(t, "the wheels turning", func() bool {
 		s := b.VREP.World().Snapshot()
 		return b.Link.State() == bridge.Running && s.Angles[0] > 0.5
 	})
@@ -327,9 +328,9 @@ func TestVREPZMQPersonStop(t *testing.T) {
 	b := buildVREPFrom(t, env, doc, nil)
 	serveBuilt(t, b)
 	sim := b.VREP.ZMQ
-	waitFor(t, "the wheels turning", func() bool { return b.Link.State() == bridge.Running && sim.World().Snapshot().Angles[0] > 0.2 })
+	testutil.WaitFor(t, "the wheels turning", func() bool { return b.Link.State() == bridge.Running && sim.World().Snapshot().Angles[0] > 0.2 })
 	sim.Stop()
-	waitFor(t, "the stopped fault", func() bool { _, ok := activeFault(b, "stopped"); return ok })
+	testutil.WaitFor(t, "the stopped fault", func() bool { _, ok := activeFault(b, "stopped"); return ok })
 	if a, _ := activeFault(b, "stopped"); !strings.Contains(a.Detail, "stopped in CoppeliaSim: press Play there") {
 		t.Errorf("detail %q", a.Detail)
 	}
@@ -340,8 +341,8 @@ func TestVREPZMQPersonStop(t *testing.T) {
 		t.Errorf("speeds %v on the stopped simulation, want 0", sp)
 	}
 	sim.Play()
-	waitFor(t, "running after Play", func() bool { return b.Link.State() == bridge.Running && sim.Stepping() == 1 })
-	waitFor(t, "the stopped fault over", func() bool { _, ok := activeFault(b, "stopped"); return !ok })
+	testutil.WaitFor(t, "running after Play", func() bool { return b.Link.State() == bridge.Running && sim.Stepping() == 1 })
+	testutil.WaitFor(t, "the stopped fault over", func() bool { _, ok := activeFault(b, "stopped"); return !ok })
 }
 
 type contextT = context.Context

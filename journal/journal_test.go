@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/journal"
 )
 
@@ -45,7 +46,7 @@ func TestPriorityPrefix(t *testing.T) {
 
 // Lines from many goroutines never mix priorities (run with -race).
 func TestConcurrentPriorities(t *testing.T) {
-	var buf syncBuffer
+	var buf testutil.SyncBuffer
 	log := slog.New(journal.NewHandler(&buf, func(w io.Writer) slog.Handler { return slog.NewTextHandler(w, nil) }))
 	var wg sync.WaitGroup
 	for range 4 {
@@ -63,18 +64,6 @@ func TestConcurrentPriorities(t *testing.T) {
 		}
 	}
 }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // Attached matches JOURNAL_STREAM against the file's device and inode.
 func TestAttached(t *testing.T) {

@@ -12,25 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/meca500"
 	"github.com/labbridge/bridge/meca500/mecasim"
 	"github.com/labbridge/bridge/plant"
 )
-
-// patience bounds every wait: a condition that holds ends it at once, and a
-// loaded machine gets seconds.
-const patience = 20 * time.Second
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(patience)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %v", what, patience)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
 
 // countingListener counts the connections the robot accepts.
 type countingListener struct {
@@ -131,7 +117,7 @@ func (r *simRig) stream(t *testing.T, w float64) {
 	q0 := r.robot.Joints()[0]
 	base, sent := r.robot.Status().MotionCommands, 0
 	m := make([]float64, r.arm.MeasureLen())
-	waitFor(t, "the robot moving on our commands", func() bool {
+	testutil.WaitFor(t, "the robot moving on our commands", func() bool {
 		if err := r.arm.Measure(m); err != nil {
 			t.Fatalf("measure: %v", err)
 		}
@@ -142,7 +128,7 @@ func (r *simRig) stream(t *testing.T, w float64) {
 		return math.Abs(r.robot.Joints()[0]-q0) > 0.2
 	})
 	// Every command sent has reached the robot.
-	waitFor(t, "the commands at the robot", func() bool { return r.robot.Status().MotionCommands >= base+sent })
+	testutil.WaitFor(t, "the commands at the robot", func() bool { return r.robot.Status().MotionCommands >= base+sent })
 }
 
 // still reports whether the robot's joints stay put for a while (several
@@ -165,7 +151,7 @@ func (r *simRig) reopenUntil(t *testing.T, want string) *meca500.StoppedError {
 	t.Helper()
 	var last error
 	var stopped *meca500.StoppedError
-	waitFor(t, "a reopen saying "+want, func() bool {
+	testutil.WaitFor(t, "a reopen saying "+want, func() bool {
 		last = r.arm.Reopen(context.Background())
 		return errors.As(last, &stopped) && errors.Is(last, plant.ErrStopLatched) && strings.Contains(last.Error(), want)
 	})
@@ -203,7 +189,7 @@ func TestStopStaysStopped(t *testing.T) {
 			rig.watch.Store(true)
 			tc.press(rig.robot)
 			m := make([]float64, rig.arm.MeasureLen())
-			waitFor(t, "Measure failing", func() bool { return errors.Is(rig.arm.Measure(m), plant.ErrStopLatched) })
+			testutil.WaitFor(t, "Measure failing", func() bool { return errors.Is(rig.arm.Measure(m), plant.ErrStopLatched) })
 			if err := rig.arm.StopMotion(context.Background()); err != nil {
 				t.Errorf("stop motion of a reachable robot: %v", err)
 			}
@@ -267,7 +253,7 @@ func TestRestartAfterStop(t *testing.T) {
 		t.Fatal("activated before the reset")
 	}
 	rig.robot.ResetPowerSupply()
-	waitFor(t, "the restart", func() bool { return rig.arm.Reopen(context.Background()) == nil })
+	testutil.WaitFor(t, "the restart", func() bool { return rig.arm.Reopen(context.Background()) == nil })
 	rig.stream(t, 20)
 }
 
@@ -302,7 +288,7 @@ func TestIdleKeepsTheConnection(t *testing.T) {
 	t.Logf("the arm stopped %v after the partner went silent", stopped.Round(time.Millisecond))
 	rig.stream(t, -20)
 	// The bridge hangs: nothing refreshes the watchdog.
-	waitFor(t, "the watchdog to drop the connection", func() bool { return rig.robot.Status().WatchdogExpiries == 1 })
+	testutil.WaitFor(t, "the watchdog to drop the connection", func() bool { return rig.robot.Status().WatchdogExpiries == 1 })
 	if s := rig.robot.Status(); s.Moving || s.Connected || !s.Paused {
 		t.Errorf("after the watchdog: %+v", s)
 	}
@@ -322,21 +308,21 @@ func TestAgeWhileDown(t *testing.T) {
 		t.Fatalf("running: %v %v", m, err)
 	}
 	rig.robot.DropClient()
-	waitFor(t, "Measure failing", func() bool { return rig.arm.Measure(m) != nil })
+	testutil.WaitFor(t, "Measure failing", func() bool { return rig.arm.Measure(m) != nil })
 	rig.arm.Age(m)
 	first := m[age]
 	if m[status+4] != 1 || m[status+6] != 1 || m[code] != 3086 || m[status] != 1 {
 		t.Errorf("disconnected: %v: want activated as last known, paused, still, error 3086", m[status:])
 	}
-	waitFor(t, "the age growing", func() bool { rig.arm.Age(m); return m[age] > first+0.05 })
+	testutil.WaitFor(t, "the age growing", func() bool { rig.arm.Age(m); return m[age] > first+0.05 })
 
 	if err := rig.arm.Reopen(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	rig.stream(t, 20)
 	rig.robot.EStop(true)
-	waitFor(t, "Measure failing", func() bool { return rig.arm.Measure(m) != nil })
-	waitFor(t, "E-stop in the aged measurement", func() bool {
+	testutil.WaitFor(t, "Measure failing", func() bool { return rig.arm.Measure(m) != nil })
+	testutil.WaitFor(t, "E-stop in the aged measurement", func() bool {
 		rig.arm.Age(m)
 		return m[code] == 3070 && m[status] == 0 && m[status+4] == 1
 	})
@@ -353,7 +339,7 @@ func TestAgeWhileDown(t *testing.T) {
 	}
 	rig.stream(t, 20)
 	rig.robot.MotionError()
-	waitFor(t, "the error in the aged measurement", func() bool {
+	testutil.WaitFor(t, "the error in the aged measurement", func() bool {
 		rig.arm.Age(m)
 		return m[code] == 3005 && m[status+3] == 1
 	})
@@ -368,10 +354,10 @@ func TestStopMotion(t *testing.T) {
 	if err := rig.arm.StopMotion(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the robot still, watchdog off", func() bool { s := rig.robot.Status(); return !s.Moving && !s.Watchdog })
+	testutil.WaitFor(t, "the robot still, watchdog off", func() bool { s := rig.robot.Status(); return !s.Moving && !s.Watchdog })
 	rig.robot.DropClient()
 	m := make([]float64, rig.arm.MeasureLen())
-	waitFor(t, "Measure failing", func() bool { return rig.arm.Measure(m) != nil })
+	testutil.WaitFor(t, "Measure failing", func() bool { return rig.arm.Measure(m) != nil })
 	// Its velocity timeout has stopped it: nothing the bridge no longer
 	// sends can move it.
 	if err := rig.arm.StopMotion(context.Background()); err != nil {
@@ -390,7 +376,7 @@ func TestHealthSaysWhich(t *testing.T) {
 		t.Fatalf("running: %v", err)
 	}
 	rig.robot.MotionError()
-	waitFor(t, "the error", func() bool { err := rig.arm.Health(); return err != nil && strings.Contains(err.Error(), "error 3005") })
+	testutil.WaitFor(t, "the error", func() bool { err := rig.arm.Health(); return err != nil && strings.Contains(err.Error(), "error 3005") })
 	if err := rig.arm.Health(); strings.Contains(err.Error(), "unreachable") || !errors.Is(err, plant.ErrStopLatched) {
 		t.Errorf("in error: %v", err)
 	}
@@ -400,7 +386,7 @@ func TestHealthSaysWhich(t *testing.T) {
 	rig.closed.Store(true)
 	rig.ln.Close()
 	rig.robot.DropClient()
-	waitFor(t, "unreachable", func() bool {
+	testutil.WaitFor(t, "unreachable", func() bool {
 		rig.arm.Reopen(context.Background())
 		err := rig.arm.Health()
 		return err != nil && strings.Contains(err.Error(), "unreachable")
@@ -437,7 +423,7 @@ func TestBufferFullLoggedOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "five refusals counted", func() bool { return rig.arm.BufferFulls() == 5 })
+	testutil.WaitFor(t, "five refusals counted", func() bool { return rig.arm.BufferFulls() == 5 })
 	if n := warns.Load(); n != 1 {
 		t.Errorf("%d warnings for one burst, want 1", n)
 	}

@@ -54,18 +54,6 @@ func serve(t testing.TB, fn func(context.Context) error) {
 // is slow, never wrong.
 const patience = 30 * time.Second
 
-// waitFor polls cond until it holds or patience runs out.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(patience)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %v", what, patience)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // counter is an Observer that counts.
 type counter struct {
 	mu                                                 sync.Mutex

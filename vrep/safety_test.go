@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/plant"
 	"github.com/labbridge/bridge/vrep"
 	"github.com/labbridge/bridge/vrep/vrepsim"
@@ -66,7 +67,7 @@ func TestHaltIsLastWrite(t *testing.T) {
 				if err := s.Command([]float64{1, -1}); err != nil {
 					t.Fatal(err)
 				}
-				waitFor(t, "the slow exchange under way", func() bool { return sim.world.Snapshot().Speeds[0] == 1 })
+				testutil.WaitFor(t, "the slow exchange under way", func() bool { return sim.world.Snapshot().Speeds[0] == 1 })
 				if err := s.Command([]float64{2, -2}); err != nil { // posted before the halt
 					t.Fatal(err)
 				}
@@ -101,7 +102,7 @@ func TestHaltIsLastWrite(t *testing.T) {
 func failTicks(t *testing.T, s *vrep.Scene, u []float64) {
 	t.Helper()
 	meas := make([]float64, s.MeasureLen())
-	waitFor(t, "the link to see the device down", func() bool {
+	testutil.WaitFor(t, "the link to see the device down", func() bool {
 		s.Command(u)
 		time.Sleep(time.Millisecond)
 		return s.Measure(meas) != nil
@@ -132,7 +133,7 @@ func TestStopMotionZMQ(t *testing.T) {
 		t.Fatalf("after StopMotion: speeds %v, %d stepping, %d clients; want [0 0], 0, 1", sp, scene.Stepping(), scene.Clients())
 	}
 	steps := scene.World().Snapshot().Steps
-	waitFor(t, "the released simulation to run on", func() bool { return scene.World().Snapshot().Steps > steps+2 })
+	testutil.WaitFor(t, "the released simulation to run on", func() bool { return scene.World().Snapshot().Steps > steps+2 })
 	if err := s.Reopen(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +237,7 @@ func run(t *testing.T, s *vrep.Scene, obs *counter, n int, check func(i int)) {
 		if err := s.Command(u); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the worker's exchange", func() bool { return done() > before })
+		testutil.WaitFor(t, "the worker's exchange", func() bool { return done() > before })
 		if check != nil {
 			check(i)
 		}
@@ -382,7 +383,7 @@ func TestOutOfStep(t *testing.T) {
 	tick(t, s, meas, []float64{1, 1})
 	scene.Forget()
 	steps := scene.World().Snapshot().Steps
-	waitFor(t, "the simulation running free", func() bool { return scene.World().Snapshot().Steps > steps+2 })
+	testutil.WaitFor(t, "the simulation running free", func() bool { return scene.World().Snapshot().Steps > steps+2 })
 	tick(t, s, meas, []float64{1, 1})
 	if st := s.Stats(); st.OutOfStep != 1 || scene.Stepping() != 1 {
 		t.Fatalf("out of step %d times, %d stepping clients; want 1, 1", st.OutOfStep, scene.Stepping())

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/plant"
 	"github.com/labbridge/bridge/vrep"
 	"github.com/labbridge/bridge/vrep/vrepsim"
@@ -42,7 +43,7 @@ func tick(t *testing.T, s *vrep.Scene, meas, u []float64) {
 	} else if err := s.Command(u); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the worker's exchange", func() bool { return s.Stats().Exchanges > n })
+	testutil.WaitFor(t, "the worker's exchange", func() bool { return s.Stats().Exchanges > n })
 }
 
 func TestSceneAZ(t *testing.T) {
@@ -137,13 +138,13 @@ func TestSceneFailures(t *testing.T) {
 	tick(t, s, meas, []float64{1, 1})
 	world.Inject(vrepsim.CloseEarly, 1)
 	s.Command([]float64{1, 1})
-	waitFor(t, "a failure", func() bool { return s.Stats().Failures == 1 })
+	testutil.WaitFor(t, "a failure", func() bool { return s.Stats().Failures == 1 })
 	if err := s.Measure(meas); err != nil {
 		t.Fatalf("one failure of two allowed: %v", err)
 	}
 	world.Inject(vrepsim.Short, 2)
 	s.Command([]float64{1, 1})
-	waitFor(t, "a second failure", func() bool { return s.Stats().Failures == 2 })
+	testutil.WaitFor(t, "a second failure", func() bool { return s.Stats().Failures == 2 })
 	err := s.Measure(meas)
 	var e *vrep.ExchangeError
 	if !errors.As(err, &e) || e.Reason != vrep.ReasonShort {
@@ -217,7 +218,7 @@ func TestSceneRestartWhileAway(t *testing.T) {
 	}
 	world.Inject(vrepsim.Refuse, 1)
 	s.Command([]float64{1, 1})
-	waitFor(t, "the failure", func() bool { return s.Measure(meas) != nil })
+	testutil.WaitFor(t, "the failure", func() bool { return s.Measure(meas) != nil })
 	world.Restart()
 	if err := s.Reopen(context.Background()); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/loopbench"
 	"github.com/labbridge/bridge/vrep"
 	"github.com/labbridge/bridge/vrep/vrepsim"
@@ -248,7 +249,7 @@ func TestSeedPythonClient(t *testing.T) {
 		t.Errorf("scene %+v", snap)
 	}
 	// The scene counts a reply once written: the client may have it first.
-	waitFor(t, "the scene's count", func() bool { return scene.Stats().Exchanges == n })
+	testutil.WaitFor(t, "the scene's count", func() bool { return scene.Stats().Exchanges == n })
 	if st := scene.Stats(); st.BadData != 0 {
 		t.Errorf("scene stats %+v", st)
 	}

@@ -11,11 +11,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	defaultconfig "github.com/labbridge/bridge"
+	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/loopbench"
 	"github.com/labbridge/bridge/realsense"
 	"github.com/labbridge/bridge/statuspage"
@@ -94,7 +94,7 @@ func TestSimRuns(t *testing.T) {
 	defer os.Chdir(wd)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, stderr syncBuffer
+	var out, stderr testutil.SyncBuffer
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, []string{"sim", "-ephemeral", "-metrics", "127.0.0.1:0"}, &out, &stderr) }()
 	// Until the link runs and the camera has tracked a few frames, as
@@ -293,17 +293,3 @@ func TestCamerasCommand(t *testing.T) {
 		t.Errorf("cameras: exit %d\n%s%s", code, out, stderr)
 	}
 }
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/labbridge/bridge/internal/testutil"
 )
 
 // simServosWith serves `bridge sim servos` with args, linked at a new path,
@@ -17,7 +19,7 @@ func simServosWith(t *testing.T, args ...string) string {
 	link := filepath.Join(t.TempDir(), "u2d2")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
-	var out syncBuffer
+	var out testutil.SyncBuffer
 	go func() { done <- run(ctx, append([]string{"sim", "servos", "-link", link}, args...), &out, &out) }()
 	t.Cleanup(func() {
 		cancel()

@@ -13,6 +13,7 @@ import (
 
 	defaultconfig "github.com/labbridge/bridge"
 	"github.com/labbridge/bridge/camera"
+	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/realsense/tracker"
 )
 
@@ -31,7 +32,7 @@ func TestTrackSavedFrames(t *testing.T) {
 	// Run until two frames are saved: the saver skips frames while it
 	// writes one, and a loaded machine writes slowly.
 	ctx, cancel := context.WithCancel(context.Background())
-	var simOut, simErr syncBuffer
+	var simOut, simErr testutil.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"sim", "-config", path, "-ephemeral", "-metrics", ""}, &simOut, &simErr)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/labbridge/bridge/dynamixel"
 	"github.com/labbridge/bridge/dynamixel/dxlsim"
+	"github.com/labbridge/bridge/internal/testutil"
 )
 
 // statusOver sends one instruction on port and returns its status, reading
@@ -54,7 +55,7 @@ func silentOver(t *testing.T, b *dxlsim.Bus, port serial.Port, id byte, at int) 
 	if _, err := port.Write(pkt[:]); err != nil {
 		t.Fatalf("write: %v", err)
 	}
-	waitFor(t, "the ping to reach the bus", func() bool { return b.Stats().Packets > before.Packets })
+	testutil.WaitFor(t, "the ping to reach the bus", func() bool { return b.Stats().Packets > before.Packets })
 	if st := b.Stats(); st.Replies != before.Replies {
 		t.Errorf("ID %d answered at %d baud", id, at)
 	}

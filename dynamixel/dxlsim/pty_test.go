@@ -13,6 +13,7 @@ import (
 
 	"github.com/labbridge/bridge/dynamixel"
 	"github.com/labbridge/bridge/dynamixel/dxlsim"
+	"github.com/labbridge/bridge/internal/testutil"
 )
 
 // servePTY serves b on a pseudo-terminal linked in a temporary directory
@@ -37,18 +38,6 @@ func servePTY(t *testing.T, b *dxlsim.Bus) string {
 		}
 	})
 	return link
-}
-
-// waitFor polls cond; the deadline only matters on failure.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 func openSerial(t *testing.T, path string) serial.Port {
@@ -98,7 +87,7 @@ func TestPTYSerial(t *testing.T) {
 	port.SetReadTimeout(50 * time.Millisecond)
 	buf := make([]byte, 16)
 	var readErr error
-	waitFor(t, "Read to fail after unplug", func() bool {
+	testutil.WaitFor(t, "Read to fail after unplug", func() bool {
 		_, readErr = port.Read(buf)
 		return readErr != nil
 	})
@@ -109,7 +98,7 @@ func TestPTYSerial(t *testing.T) {
 		t.Errorf("Read after unplug: %v, want PortClosed or EIO", readErr)
 	}
 	port.Close()
-	waitFor(t, "the link to go", func() bool {
+	testutil.WaitFor(t, "the link to go", func() bool {
 		_, err := os.Lstat(link)
 		return errors.Is(err, os.ErrNotExist)
 	})
@@ -120,7 +109,7 @@ func TestPTYSerial(t *testing.T) {
 
 	// Plug back: a new pair at the same path.
 	b.Plug()
-	waitFor(t, "the link to come back", func() bool {
+	testutil.WaitFor(t, "the link to come back", func() bool {
 		_, err := os.Stat(link)
 		return err == nil
 	})

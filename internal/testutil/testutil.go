@@ -16,7 +16,7 @@ import (
 // Patience bounds WaitFor. A condition that holds ends the wait at once, so
 // the bound only matters when a test is failing; it is long so that a
 // loaded two-core machine is slow, never wrong.
-const Patience = time.Minute
+const Patience = 2 * time.Minute
 
 // poll is how often a wait looks at its condition.
 const poll = 2 * time.Millisecond

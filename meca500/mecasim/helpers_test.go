@@ -178,18 +178,6 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// waitFor polls cond until it holds or patience runs out.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(patience)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %v", what, patience)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // ready activates and homes the robot on c, with monitoring on the control
 // port, and reads what that sends.
 func ready(c *client) {

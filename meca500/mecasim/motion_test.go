@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/meca500/mecasim"
 )
 
@@ -123,11 +124,11 @@ func TestMoveJointsVelTimeout(t *testing.T) {
 	// Streaming: each command extends the motion.
 	c.cmd("SetVelTimeout(0.05)")
 	start := r.Joints()[0]
-	waitFor(t, "joint 1 moves on under a stream", func() bool {
+	testutil.WaitFor(t, "joint 1 moves on under a stream", func() bool {
 		c.cmd("MoveJointsVel(30,0,0,0,0,0)")
 		return r.Joints()[0] > start+1
 	})
-	waitFor(t, "the stream's end stops the robot", func() bool { return r.Status().EOB })
+	testutil.WaitFor(t, "the stream's end stops the robot", func() bool { return r.Status().EOB })
 	q = r.Joints()
 	time.Sleep(100 * time.Millisecond)
 	if again := r.Joints(); again != q {
@@ -212,7 +213,7 @@ func TestConnectionWatchdog(t *testing.T) {
 	c.expect("[3086][1]")
 	c.expect("[2007][1,1,0,0,1,1,1]")
 	c.closed()
-	waitFor(t, "the robot sees the client gone", func() bool { return !r.Status().Connected })
+	testutil.WaitFor(t, "the robot sees the client gone", func() bool { return !r.Status().Connected })
 	st := r.Status()
 	if st.WatchdogExpiries != 1 || !st.Paused || !st.Activated || st.Watchdog || !st.EOM {
 		t.Fatalf("status after the expiry: %+v", st)
@@ -242,7 +243,7 @@ func TestDisconnectWhileMoving(t *testing.T) {
 	c.cmd("MoveJoints(100,0,0,0,0,0)")
 	c.expect("[2007][1,1,0,0,0,0,0]")
 	c.conn.Close()
-	waitFor(t, "stopped and paused", func() bool {
+	testutil.WaitFor(t, "stopped and paused", func() bool {
 		st := r.Status()
 		return !st.Connected && st.Paused && st.EOM && st.EOB && st.Activated
 	})
@@ -280,7 +281,7 @@ func TestMotionError(t *testing.T) {
 	c.expect("[2007][1,1,0,0,0,0,0]")
 	// The status message can leave before the session has read the
 	// checkpoint; the error must find it in the queue.
-	waitFor(t, "checkpoint queued", func() bool { return r.Status().Queued == 1 })
+	testutil.WaitFor(t, "checkpoint queued", func() bool { return r.Status().Queued == 1 })
 	r.MotionError()
 	for _, want := range []string{"[3005][Motion error.]", "[3040][5]", "[2007][1,1,0,1,1,1,1]"} {
 		if m := c.nextEvent(); m != want {

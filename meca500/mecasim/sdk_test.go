@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/meca500/mecasim"
 )
 
@@ -33,7 +34,7 @@ func TestMecademicpy(t *testing.T) {
 			r, addr := serve(t, mecasim.Config{Firmware: c.fw, PrefixReplies: c.prefix})
 			runInterop(t, addr)
 			// The script's Disconnect reaches the robot.
-			waitFor(t, "the robot sees the client leave", func() bool { return !r.Status().Connected })
+			testutil.WaitFor(t, "the robot sees the client leave", func() bool { return !r.Status().Connected })
 		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/meca500/mecasim"
 )
 
@@ -169,7 +170,7 @@ func TestSecondClient(t *testing.T) {
 	t.Parallel()
 	r, addr := serve(t, mecasim.Config{})
 	first := connect(t, addr)
-	waitFor(t, "first client connected", func() bool { return r.Status().Connected })
+	testutil.WaitFor(t, "first client connected", func() bool { return r.Status().Connected })
 	second := dial(t, addr)
 	// mecademicpy's lone NUL, which the robot never reads: it must not
 	// destroy the refusal.
@@ -184,7 +185,7 @@ func TestSecondClient(t *testing.T) {
 	}
 	// Once the first leaves, the next one is served.
 	first.conn.Close()
-	waitFor(t, "first client gone", func() bool { return !r.Status().Connected })
+	testutil.WaitFor(t, "first client gone", func() bool { return !r.Status().Connected })
 	third := connect(t, addr)
 	third.sync()
 }
