@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/labbridge/bridge/internal/testutil"
 )
 
 // The alerts the lab relies on; each must be in bridge-alerts.yml.
@@ -21,7 +23,7 @@ var wantAlerts = []string{
 func TestAlertRules(t *testing.T) {
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
-		t.Skip("promtool not found: install Debian package prometheus")
+		testutil.RequirePeer(t, "promtool", "apt-get install prometheus", err)
 	}
 	if out, err := exec.Command(promtool, "check", "rules", "bridge-alerts.yml").CombinedOutput(); err != nil {
 		t.Errorf("promtool check rules: %v\n%s", err, out)

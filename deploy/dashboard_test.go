@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/labbridge/bridge/internal/testutil"
 )
 
 // The dashboard as Grafana 10+ stores it, reduced to what the checks read.
@@ -308,7 +310,7 @@ func TestDashboardLint(t *testing.T) {
 	t.Run("target-promql-rule", func(t *testing.T) {
 		promtool, err := exec.LookPath("promtool")
 		if err != nil {
-			t.Skip("promtool not found: install Debian package prometheus")
+			testutil.RequirePeer(t, "promtool", "apt-get install prometheus", err)
 		}
 		var rules strings.Builder
 		rules.WriteString("groups:\n  - name: dashboard\n    rules:\n")

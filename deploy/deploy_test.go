@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/labbridge/bridge/deploy"
+	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/metrics"
 )
 
@@ -24,7 +25,7 @@ import (
 func TestSystemdUnitVerifies(t *testing.T) {
 	sa, err := exec.LookPath("systemd-analyze")
 	if err != nil {
-		t.Skip("systemd-analyze not found: install Debian package systemd")
+		testutil.RequirePeer(t, "systemd-analyze", "apt-get install systemd", err)
 	}
 	unit, err := os.ReadFile("bridge@.service")
 	if err != nil {
@@ -104,7 +105,7 @@ func instance(t *testing.T) string {
 func TestSystemdSecurity(t *testing.T) {
 	sa, err := exec.LookPath("systemd-analyze")
 	if err != nil {
-		t.Skip("systemd-analyze not found: install Debian package systemd")
+		testutil.RequirePeer(t, "systemd-analyze", "apt-get install systemd", err)
 	}
 	path := instance(t)
 	cmd := exec.Command(sa, "security", "--offline=true", "--no-pager", path)
@@ -141,7 +142,7 @@ func TestDeployEmbedded(t *testing.T) {
 func TestSystemdSysusers(t *testing.T) {
 	su, err := exec.LookPath("systemd-sysusers")
 	if err != nil {
-		t.Skip("systemd-sysusers not found: install Debian package systemd")
+		testutil.RequirePeer(t, "systemd-sysusers", "apt-get install systemd", err)
 	}
 	root := t.TempDir()
 	etc := filepath.Join(root, "etc")
@@ -181,7 +182,7 @@ func TestSystemdSysusers(t *testing.T) {
 func TestPrometheusConfigChecks(t *testing.T) {
 	pt, err := exec.LookPath("promtool")
 	if err != nil {
-		t.Skip("promtool not found: install Debian package prometheus")
+		testutil.RequirePeer(t, "promtool", "apt-get install prometheus", err)
 	}
 	if out, err := exec.Command(pt, "check", "config", "prometheus.yml").CombinedOutput(); err != nil {
 		t.Errorf("promtool check config: %v\n%s", err, out)

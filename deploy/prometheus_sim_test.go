@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/labbridge/bridge/internal/testutil"
 )
 
 // Dashboard queries that may return nothing from a healthy `bridge sim`,
@@ -33,7 +35,7 @@ var mayBeEmpty = map[string]string{}
 func TestDashboardQueriesOnRealPrometheus(t *testing.T) {
 	promBin, err := exec.LookPath("prometheus")
 	if err != nil {
-		t.Skip("prometheus not found: install Debian package prometheus")
+		testutil.RequirePeer(t, "prometheus", "apt-get install prometheus", err)
 	}
 	goBin, err := exec.LookPath("go") // go test puts its own go first in PATH
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/pion/rtp"
 
 	"github.com/labbridge/bridge/deploy"
+	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/tap"
 )
 
@@ -40,11 +41,11 @@ func tshark(t *testing.T) (bin, lua string) {
 	t.Helper()
 	bin, err := exec.LookPath("tshark")
 	if err != nil {
-		t.Skip("tshark not found: apt-get install tshark")
+		testutil.RequirePeer(t, "tshark", "apt-get install tshark", err)
 	}
 	out, _ := exec.Command(bin, "-v").CombinedOutput()
 	if strings.Contains(string(out), "without Lua") {
-		t.Skip("this tshark is built without Lua: it cannot load bridge-tap.lua")
+		testutil.RequirePeer(t, "a tshark built with Lua (to load bridge-tap.lua)", "apt-get install tshark (Debian's is built with Lua)", nil)
 	}
 	lua, err = filepath.Abs("bridge-tap.lua")
 	if err != nil {

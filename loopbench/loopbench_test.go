@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/labbridge/bridge/internal/testutil"
 )
 
 const usec = time.Microsecond
@@ -330,7 +332,7 @@ func TestRunCyclictestFails(t *testing.T) {
 
 func TestRunCyclictest(t *testing.T) {
 	if _, err := exec.LookPath("cyclictest"); err != nil {
-		t.Skip("cyclictest not installed (Debian package rt-tests)")
+		testutil.RequirePeer(t, "cyclictest", "apt-get install rt-tests", err)
 	}
 	res, err := RunCyclictest(context.Background(), CyclictestConfig{Rate: 2000, Loops: 100, Priority: 80, CPU: 0})
 	if err != nil {

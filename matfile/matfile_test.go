@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/labbridge/bridge/internal/testutil"
 )
 
 // le encodes values as a Column's Data yields them.
@@ -437,7 +439,7 @@ func octave(t *testing.T) []string {
 			return []string{path, "--no-gui", "--norc", "--quiet", "--eval"}
 		}
 	}
-	t.Skip("GNU Octave is not on PATH (apt-get install octave): the MAT-file interop test skips")
+	testutil.RequirePeer(t, "GNU Octave (octave-cli or octave on PATH)", "apt-get install octave", nil)
 	return nil
 }
 

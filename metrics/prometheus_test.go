@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/simulink"
 )
 
@@ -48,7 +49,7 @@ func linkWithTraffic(t *testing.T) string {
 func TestRealPrometheusScrapes(t *testing.T) {
 	prom, err := exec.LookPath("prometheus")
 	if err != nil {
-		t.Skip("prometheus not found: install Debian package prometheus (apt-get install prometheus)")
+		testutil.RequirePeer(t, "prometheus", "apt-get install prometheus", err)
 	}
 	target := strings.TrimPrefix(linkWithTraffic(t), "http://")
 	dir := t.TempDir()

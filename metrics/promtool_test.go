@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/simulink"
 )
 
@@ -15,7 +16,7 @@ import (
 func TestPromtoolCheckMetrics(t *testing.T) {
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
-		t.Skip("promtool not found: install Debian package prometheus (apt-get install prometheus)")
+		testutil.RequirePeer(t, "promtool", "apt-get install prometheus", err)
 	}
 	reg := &recorder{Registry: NewRegistry()}
 	l := fullSet(t, reg)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pion/rtp"
 
+	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/tap"
 )
 
@@ -280,7 +281,7 @@ func TestMAT(t *testing.T) {
 	}
 	octave, err := exec.LookPath("octave-cli")
 	if err != nil {
-		t.Skip("GNU Octave is not installed (apt-get install octave): the MAT-file was not loaded")
+		testutil.RequirePeer(t, "GNU Octave (octave-cli), to load the MAT-file,", "apt-get install octave", err)
 	}
 	script := fmt.Sprintf(`s = load('%s');
 assert(isstruct(s.emio) && isstruct(s.arm));
