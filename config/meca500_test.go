@@ -155,33 +155,32 @@ func jointsNear(q [6]float64, want []float64, tol float64) bool { return near(q[
 
 // End to end over real sockets: the built-in partner's P controller drives
 // the simulated Meca500 toward the target through the bridge. The partner
-// stops mid-motion: the robot stops (the first idle tick sends zero
-// velocity; the velocity timeout would stop it anyway) but keeps its
-// connection, since the idle ticks keep refreshing the watchdog: no 3086,
-// no reconnection. When the partner answers again, streaming resumes and
-// the joints reach the target.
+// stops mid-motion: the first idle tick sends the robot zero velocity, and
+// the robot keeps its connection, since the idle ticks keep refreshing the
+// watchdog: no 3086, no reconnection. When the partner answers again,
+// streaming resumes and the joints reach the target.
 func TestMeca500EndToEnd(t *testing.T) {
 	env := testEnv(t)
 	faults := &simulink.Faults{}
 	env.Faults = faults
-	b := buildMeca500(t, env, nil)
+	// A watchdog no stall of a loaded machine reaches: the idle ticks'
+	// refreshes are what this test is about, not the robot's own dead-man.
+	const watchdog = 2 * time.Second
+	b := buildMeca500(t, env, func(_ *Link, p *Meca500Plant) { p.Watchdog = &Duration{watchdog} })
 	robot := b.Meca500
 	serveBuilt(t, b)
 	testutil.WaitFor(t, "the robot on its way", func() bool {
 		q := robot.Joints()
 		return b.Link.State() == bridge.Running && q[0] > 3 && q[0] < 20
 	})
+	expiries := robot.Status().WatchdogExpiries
 	faults.Pause()
-	paused := time.Now()
 	testutil.WaitFor(t, "the robot to stop", func() bool { return !robot.Status().Moving })
-	t.Logf("the robot stopped %v after the partner did", time.Since(paused).Round(time.Millisecond))
 	if jointsNear(robot.Joints(), mecaTarget, 0.5) {
 		t.Log("the robot reached the target before the partner stopped (a stalled machine): the stop was not shown mid-motion")
 	}
 	// The idle ticks refresh the watchdog: the robot receives refreshes
-	// while nothing else moves it. (A machine that stalls the loop past
-	// the watchdog's 250 ms still gets an expiry, the robot's own
-	// dead-man doing its work: that is not what this test is about.)
+	// while nothing else moves it.
 	q := robot.Joints()
 	refreshes := robot.Status().WatchdogRefreshes
 	testutil.WaitFor(t, "watchdog refreshes from idle ticks", func() bool {
@@ -191,11 +190,24 @@ func TestMeca500EndToEnd(t *testing.T) {
 		}
 		return st.WatchdogRefreshes >= refreshes+20
 	})
-	if st := robot.Status(); st.WatchdogExpiries != 0 {
-		t.Logf("the watchdog expired %d time(s): a loop stalled past 250 ms on this machine", st.WatchdogExpiries)
-	}
 	if robot.Joints() != q {
 		t.Errorf("the robot moved without commands: %v then %v", q, robot.Joints())
+	}
+	// The dead-man, in ticks as the robot received them: every tick, fresh
+	// or idle, ends with one ConnectionWatchdog, which numbers the ticks.
+	// The last velocity command is zero and came the tick after the last
+	// fresh one: the first idle tick stopped the arm, and no idle tick
+	// since sent another.
+	if e, ok := robot.LastWatchdogExpiry(); robot.Status().WatchdogExpiries != expiries && ok {
+		// A loop stalled past the watchdog: the robot's own dead-man
+		// dropped the connection, and the zero velocity's tick with it.
+		// It must have waited the whole watchdog since the last refresh.
+		if d := e.Expired - e.Refreshed; d < watchdog-time.Microsecond || d > watchdog+time.Microsecond || e.Noticed < e.Expired {
+			t.Errorf("watchdog expiry %+v: %v after the last refresh on the robot's clock, want %v", e, d, watchdog)
+		}
+		t.Logf("the watchdog expired %v after its last refresh: a loop stalled that long on this machine", e.Noticed-e.Refreshed)
+	} else if v := robot.Velocities(); len(v) != 2 || v[1].V != ([6]float64{}) || v[1].Watchdogs != v[0].Watchdogs+1 {
+		t.Errorf("velocity commands %+v: want the last one zero, one tick (watchdog command) after the last fresh one", v)
 	}
 	faults.Resume()
 	testutil.WaitFor(t, "the joints at the target", func() bool {

@@ -257,19 +257,22 @@ func TestRestartAfterStop(t *testing.T) {
 	rig.stream(t, 20)
 }
 
-// A partner silent for 2 s: the idle ticks stop the arm but keep its
-// connection (no watchdog expiry, no reconnection), and commands move it
-// again after. A bridge that hangs (no tick at all) lets the watchdog
-// drop the connection.
+// A partner silent for three watchdog periods: the first idle tick sends
+// zero velocity and the idle ticks keep the connection (no watchdog
+// expiry, no reconnection), and commands move the arm again after. A
+// bridge that hangs (no tick at all) lets the watchdog drop the
+// connection, the watchdog's time after the last refresh on the robot's
+// clock.
 func TestIdleKeepsTheConnection(t *testing.T) {
-	rig := newSimRig(t, func(c *meca500.Config) { c.Watchdog = 500 * time.Millisecond })
+	// Long enough that no stall of a loaded machine expires it between two
+	// idle ticks: that the ticks keep it is what is shown.
+	const watchdog = time.Second
+	rig := newSimRig(t, func(c *meca500.Config) { c.Watchdog = watchdog })
 	rig.stream(t, 20)
 	m := make([]float64, rig.arm.MeasureLen())
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	silent := time.Now()
-	var stopped time.Duration
-	for time.Since(silent) < 2*time.Second {
+	for silent := time.Now(); time.Since(silent) < 3*watchdog; {
 		<-tick.C
 		if err := rig.arm.Measure(m); err != nil {
 			t.Fatalf("measure while idle: %v", err)
@@ -277,20 +280,32 @@ func TestIdleKeepsTheConnection(t *testing.T) {
 		if err := rig.arm.Idle(); err != nil {
 			t.Fatalf("idle: %v", err)
 		}
-		if stopped == 0 && !rig.robot.Status().Moving {
-			stopped = time.Since(silent)
-		}
 	}
+	testutil.WaitFor(t, "the arm still", func() bool { return !rig.robot.Status().Moving })
 	s := rig.robot.Status()
-	if s.Moving || stopped == 0 || s.WatchdogExpiries != 0 || !s.Connected || !s.Watchdog || rig.ln.n.Load() != 1 {
-		t.Fatalf("after 2 s of idle ticks: %+v, %d connections: want still, connected, watchdog armed, never expired", s, rig.ln.n.Load())
+	if s.WatchdogExpiries != 0 || !s.Connected || !s.Watchdog || rig.ln.n.Load() != 1 {
+		t.Fatalf("after idle ticks: %+v, %d connections: want connected, watchdog armed, never expired", s, rig.ln.n.Load())
 	}
-	t.Logf("the arm stopped %v after the partner went silent", stopped.Round(time.Millisecond))
+	// Each tick, streamed or idle, ends with one ConnectionWatchdog, which
+	// numbers the ticks the robot received: the last velocity command is
+	// zero and came the tick after the last streamed one.
+	if v := rig.robot.Velocities(); len(v) != 2 || v[0].V[0] != 20 || v[1].V != ([6]float64{}) || v[1].Watchdogs != v[0].Watchdogs+1 {
+		t.Errorf("velocity commands %+v: want 20 °/s, then zero in the next tick", v)
+	}
 	rig.stream(t, -20)
 	// The bridge hangs: nothing refreshes the watchdog.
+	refreshes := rig.robot.Status().WatchdogRefreshes
 	testutil.WaitFor(t, "the watchdog to drop the connection", func() bool { return rig.robot.Status().WatchdogExpiries == 1 })
-	if s := rig.robot.Status(); s.Moving || s.Connected || !s.Paused {
-		t.Errorf("after the watchdog: %+v", s)
+	s = rig.robot.Status()
+	if s.Moving || s.Connected || !s.Paused || s.WatchdogRefreshes != refreshes {
+		t.Errorf("after the watchdog: %+v (%d refreshes before the hang)", s, refreshes)
+	}
+	// On the robot's clock, to the microsecond ConnectionWatchdog's six
+	// decimals carry: the expiry came the watchdog after the last refresh,
+	// and the simulator did not act on it early.
+	e, _ := rig.robot.LastWatchdogExpiry()
+	if d := e.Expired - e.Refreshed; d < watchdog-time.Microsecond || d > watchdog+time.Microsecond || e.Noticed < e.Expired {
+		t.Errorf("watchdog expiry %+v: %v after the last refresh on the robot's clock, want %v", e, d, watchdog)
 	}
 }
 
