@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/plant"
 	"github.com/labbridge/bridge/realsense"
 	"github.com/labbridge/bridge/realsense/tracker"
@@ -27,7 +28,7 @@ func needLibrealsense(t *testing.T) {
 	defer cancel()
 	lib, err := realsense.LoadAny(ctx)
 	if err != nil {
-		t.Skipf("librealsense2 not available (%v): pip install pyrealsense2", err)
+		testutil.RequirePeer(t, "librealsense2", "pip install pyrealsense2", err)
 	}
 	lib.Close()
 }
@@ -97,7 +98,7 @@ func TestRecordedSessionThroughTracker(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "moving.db3")
 	if out, err := exec.CommandContext(ctx, "python3", "../realsense/testdata/record_moving.py", path, "10").CombinedOutput(); err != nil {
 		if strings.Contains(string(out), "No module named") {
-			t.Skipf("python3 lacks pyrealsense2 or numpy: pip install pyrealsense2 numpy")
+			testutil.RequirePeer(t, "python3 with pyrealsense2 and numpy", "pip install pyrealsense2 numpy", err)
 		}
 		t.Fatalf("recording: %v\n%s", err, out)
 	}

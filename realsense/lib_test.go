@@ -6,11 +6,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/labbridge/bridge/internal/testutil"
 )
 
 // fixture is a recording of a real D4xx from librealsense's own unit tests,
@@ -39,7 +42,7 @@ func loadLib(t *testing.T) *Lib {
 		if os.Getenv(EnvLibrary) != "" {
 			t.Fatalf("%s is set but does not load: %v", EnvLibrary, err)
 		}
-		t.Skipf("librealsense2 not available (%v; python: %v); %s", err, pyErr, installPeer)
+		testutil.RequirePeer(t, "librealsense2", installPeer, fmt.Errorf("%w; python: %v", err, pyErr))
 	}
 	t.Cleanup(func() {
 		if err := lib.Close(); err != nil {
@@ -197,7 +200,7 @@ func pythonReference(t *testing.T) reference {
 		out, err = cmd.Output()
 		cancel()
 		if err != nil {
-			t.Skipf("pyrealsense2 reference unavailable (%v: %s); %s", err, strings.TrimSpace(stderr.String()), installPeer)
+			testutil.RequirePeer(t, "the pyrealsense2 reference", installPeer, fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String())))
 		}
 		ref = reference{}
 		if err := json.Unmarshal(out, &ref); err != nil {

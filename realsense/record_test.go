@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/labbridge/bridge/internal/testutil"
 )
 
 // recordMoving has the real librealsense2 record a multi-frame session from a
@@ -31,7 +33,7 @@ func recordMoving(t *testing.T, frames int) string {
 			return path
 		}
 		if strings.Contains(string(out), "No module named") {
-			t.Skipf("python3 lacks pyrealsense2 or numpy (%s): pip install pyrealsense2 numpy", strings.TrimSpace(lastLine(out)))
+			testutil.RequirePeer(t, "python3 with pyrealsense2 and numpy", "pip install pyrealsense2 numpy", errors.New(strings.TrimSpace(lastLine(out))))
 		}
 	}
 	t.Fatalf("recording with librealsense2 failed: %v\n%s", err, out)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/vrep"
 	"github.com/labbridge/bridge/vrep/vrepsim"
 )
@@ -273,10 +274,7 @@ func TestAZClientRefused(t *testing.T) {
 // process (a Python server of the seed's replies), so that only the
 // client's allocations are counted.
 func TestAZClientAllocs(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 is not installed")
-	}
+	py := testutil.Python(t, "apt-get install python3")
 	const server = `
 import socket, struct, sys
 s = socket.socket()

@@ -14,6 +14,7 @@ import (
 	"github.com/fxamacker/cbor/v2"
 	"github.com/go-zeromq/zmq4"
 
+	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/vrep"
 	"github.com/labbridge/bridge/vrep/vrepsim"
 	"github.com/labbridge/bridge/zmtp"
@@ -23,10 +24,8 @@ import (
 // session against fresh simulated scenes: the same handles, states,
 // stepping and values (docs/vrep.md §4).
 func TestZMQSessionMatchesOfficialClient(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil || exec.Command(py, "-c", "import coppeliasim_zmqremoteapi_client, zmq, cbor2").Run() != nil {
-		t.Skip("the official client is not installed: python3 -m pip install coppeliasim-zmqremoteapi-client==2.0.4 pyzmq==27.3.0 cbor2==6.3.0")
-	}
+	py := testutil.Python(t, "python3 -m pip install coppeliasim-zmqremoteapi-client==2.0.4 pyzmq==27.3.0 cbor2==6.3.0",
+		"coppeliasim_zmqremoteapi_client", "zmq", "cbor2")
 	_, addr := startZMQ(t, vrepsim.ZMQConfig{})
 	port := addr[strings.LastIndexByte(addr, ':')+1:]
 	out, err := exec.Command(py, "testdata/zmq_session.py", port).CombinedOutput()

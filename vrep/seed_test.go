@@ -62,8 +62,11 @@ func seedCode(t *testing.T, doc, lang, marker string) string {
 func startSeedServer(t *testing.T) (addr string, lines <-chan string) {
 	t.Helper()
 	lua, err := exec.LookPath("lua5.3")
-	if err != nil || exec.Command(lua, "-e", `require("socket")`).Run() != nil {
-		t.Skip("lua5.3 with LuaSocket is not installed: apt-get install lua5.3 lua-socket")
+	if err == nil {
+		err = exec.Command(lua, "-e", `require("socket")`).Run()
+	}
+	if err != nil {
+		testutil.RequirePeer(t, "lua5.3 with LuaSocket", "apt-get install lua5.3 lua-socket", err)
 	}
 	script := filepath.Join(t.TempDir(), "simple_robot_control.lua")
 	if err := os.WriteFile(script, []byte(seedCode(t, seedDoc(t), "lua", "sysCall_threadmain")), 0o644); err != nil {
@@ -230,9 +233,7 @@ func waitLine(t *testing.T, lines <-chan string, s string) {
 // every time, never "bad data".
 func TestSeedPythonClient(t *testing.T) {
 	doc := seedDoc(t)
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed")
-	}
+	testutil.Python(t, "apt-get install python3")
 	scene, addr := startAZ(t, vrepsim.AZConfig{})
 	const n = 50
 	r, err := loopbench.RunSeedClient(context.Background(), doc, addr, n)

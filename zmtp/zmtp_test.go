@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-zeromq/zmq4"
 
+	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/zmtp"
 )
 
@@ -294,10 +295,7 @@ func TestSendRecvAllocs(t *testing.T) {
 
 // pyzmq's REQ socket (libzmq, a ZeroMQ that is not Go) against a REP Conn.
 func TestPyzmqInterop(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil || exec.Command(py, "-c", "import zmq").Run() != nil {
-		t.Skip("pyzmq is not installed: python3 -m pip install pyzmq==27.3.0")
-	}
+	py := testutil.Python(t, "python3 -m pip install pyzmq==27.3.0", "zmq")
 	ln := listen(t)
 	serveRep(t, ln, bytes.ToUpper)
 	script := `

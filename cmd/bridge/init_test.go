@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/labbridge/bridge/config"
+	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/realsense"
 )
 
@@ -139,7 +140,7 @@ func TestInitRecordedCamera(t *testing.T) {
 	defer cancel()
 	lib, err := realsense.LoadAny(ctx)
 	if err != nil {
-		t.Skipf("librealsense2 is not installed (pip install pyrealsense2): %v", err)
+		testutil.RequirePeer(t, "librealsense2", "pip install pyrealsense2", err)
 	}
 	lib.Close()
 	bag, _ := filepath.Abs("../../realsense/testdata/single_depth_color_640x480.bag")

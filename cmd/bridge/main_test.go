@@ -285,7 +285,7 @@ func TestCamerasCommand(t *testing.T) {
 		if code != 1 || !strings.Contains(stderr, "pyrealsense2") && !strings.Contains(stderr, "cgo") {
 			t.Errorf("without librealsense2: exit %d, %q: want the install hint", code, stderr)
 		}
-		t.Skipf("librealsense2 not available (%v): pip install pyrealsense2", err)
+		testutil.RequirePeer(t, "librealsense2", "pip install pyrealsense2", err)
 	}
 	lib.Close()
 	code, out, stderr := runCLI(t, "cameras")

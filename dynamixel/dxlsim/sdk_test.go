@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/labbridge/bridge/dynamixel/dxlsim"
+	"github.com/labbridge/bridge/internal/testutil"
 )
 
 // The official ROBOTIS Python SDK drives the simulator over a
@@ -17,9 +18,7 @@ func TestOfficialSDK(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the Python SDK for a few seconds")
 	}
-	if err := exec.Command("python3", "-c", "import dynamixel_sdk").Run(); err != nil {
-		t.Skip("install the official SDK: pip install dynamixel-sdk")
-	}
+	py := testutil.Python(t, "pip install dynamixel-sdk==4.1.0", "dynamixel_sdk")
 	// The system clock: the script lets the servos move in real time.
 	b, err := dxlsim.NewBus(dxlsim.DefaultBusConfig())
 	if err != nil {
@@ -28,7 +27,7 @@ func TestOfficialSDK(t *testing.T) {
 	link := servePTY(t, b)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "python3", "testdata/sdk_interop.py", link).Output()
+	out, err := exec.CommandContext(ctx, py, "testdata/sdk_interop.py", link).Output()
 	var summary struct {
 		OK     bool
 		Checks []struct {

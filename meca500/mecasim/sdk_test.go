@@ -20,9 +20,7 @@ func TestMecademicpy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs mecademicpy for a few seconds")
 	}
-	if err := exec.Command("python3", "-c", "import mecademicpy.robot").Run(); err != nil {
-		t.Skip("install the official client: pip install mecademicpy==3.0.3")
-	}
+	py := testutil.Python(t, "pip install mecademicpy==3.0.3", "mecademicpy.robot")
 	// 9.1 takes the path without the silent prefix, 9.3 the one with it, and
 	// 10.2.1 takes the paused and end-of-block states from 2007 only (§10);
 	// one robot answers silent requests with prefixed replies (§2.1).
@@ -32,21 +30,21 @@ func TestMecademicpy(t *testing.T) {
 	}{{"9.1.0", false}, {"9.3.0", false}, {"10.2.1", true}} {
 		t.Run(c.fw, func(t *testing.T) {
 			r, addr := serve(t, mecasim.Config{Firmware: c.fw, PrefixReplies: c.prefix})
-			runInterop(t, addr)
+			runInterop(t, py, addr)
 			// The script's Disconnect reaches the robot.
 			testutil.WaitFor(t, "the robot sees the client leave", func() bool { return !r.Status().Connected })
 		})
 	}
 }
 
-func runInterop(t *testing.T, addr string) {
+func runInterop(t *testing.T, py, addr string) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "python3", "testdata/mecademicpy_interop.py", host, port).Output()
+	out, err := exec.CommandContext(ctx, py, "testdata/mecademicpy_interop.py", host, port).Output()
 	var summary struct {
 		OK     bool
 		Checks []struct {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/labbridge/bridge/internal/testutil"
 )
 
 // sampleCalibCSV is a camera_2d_points.csv of a camera about 370 mm above
@@ -346,9 +348,7 @@ print(json.dumps({"R": R.ravel().tolist(), "T": t.tolist()}))
 // TestPoseNumpy compares Pose with emioapi's numpy computation on the
 // committed CSV and on a few variants of it.
 func TestPoseNumpy(t *testing.T) {
-	if err := exec.Command("python3", "-c", "import numpy").Run(); err != nil {
-		t.Skip("needs python3 with numpy: pip install numpy")
-	}
+	py := testutil.Python(t, "pip install numpy", "numpy")
 	b, err := os.ReadFile(sampleCalibCSV)
 	if err != nil {
 		t.Fatal(err)
@@ -384,7 +384,7 @@ func TestPoseNumpy(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			out, err := exec.CommandContext(ctx, "python3", "-c", numpyCalib, path,
+			out, err := exec.CommandContext(ctx, py, "-c", numpyCalib, path,
 				fmt.Sprint(in.PPX), fmt.Sprint(in.PPY), fmt.Sprint(in.FX), fmt.Sprint(in.FY)).Output()
 			if err != nil {
 				t.Fatalf("python: %v", err)

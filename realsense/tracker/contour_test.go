@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/labbridge/bridge/internal/testutil"
 )
 
 // refContour is one contour of testdata/contour_ref.txt.gz.
@@ -194,13 +196,11 @@ func TestContoursOpenCV(t *testing.T) {
 // TestContoursGeneratorReproduces reruns testdata/gen_contours.py with the
 // installed OpenCV and checks that it reproduces the committed data.
 func TestContoursGeneratorReproduces(t *testing.T) {
-	if err := exec.Command("python3", "-c", "import cv2, numpy").Run(); err != nil {
-		t.Skip("install opencv-python-headless: pip install opencv-python-headless numpy")
-	}
+	py := testutil.Python(t, "pip install opencv-python-headless==4.11.0.86 numpy", "cv2", "numpy")
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "python3", "testdata/gen_contours.py", dir).CombinedOutput()
+	out, err := exec.CommandContext(ctx, py, "testdata/gen_contours.py", dir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("gen_contours.py: %v\n%s", err, out)
 	}

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/labbridge/bridge/internal/testutil"
 )
 
 // sceneNames are the scenes testdata/gen_opencv.py renders.
@@ -252,13 +254,11 @@ func TestGeneratorReproduces(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs OpenCV over all 2^24 colours")
 	}
-	if err := exec.Command("python3", "-c", "import cv2, numpy").Run(); err != nil {
-		t.Skip("install opencv-python-headless: pip install opencv-python-headless numpy")
-	}
+	py := testutil.Python(t, "pip install opencv-python-headless==4.11.0.86 numpy", "cv2", "numpy")
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "python3", "testdata/gen_opencv.py", dir).CombinedOutput()
+	out, err := exec.CommandContext(ctx, py, "testdata/gen_opencv.py", dir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("gen_opencv.py: %v\n%s", err, out)
 	}

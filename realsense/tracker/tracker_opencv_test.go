@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/labbridge/bridge/internal/testutil"
 )
 
 // emioCore runs emioapi's DepthCamera.process_frame core with OpenCV and
@@ -47,9 +49,7 @@ func TestTrackerOpenCV(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
-	if err := exec.Command("python3", "-c", "import cv2, numpy").Run(); err != nil {
-		t.Skip("needs python3 with OpenCV: pip install opencv-python-headless numpy")
-	}
+	py := testutil.Python(t, "pip install opencv-python-headless==4.11.0.86 numpy", "cv2", "numpy")
 	ring := cleanScene(640, 480)
 	// A ring marker whose centroid falls in its hole, where depth is zero:
 	// the median must count the hole's depths (drawContours fills it).
@@ -94,7 +94,7 @@ func TestTrackerOpenCV(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			want, contours := runEmioCore(t, cfg, bgr, depth)
+			want, contours := runEmioCore(t, py, cfg, bgr, depth)
 			if res.Contours != contours || len(res.Markers) != len(want) {
 				t.Fatalf("%d contours, %d markers; OpenCV %d, %d", res.Contours, len(res.Markers), contours, len(want))
 			}
@@ -126,7 +126,7 @@ func TestTrackerOpenCV(t *testing.T) {
 	}
 }
 
-func runEmioCore(t *testing.T, cfg Config, bgr []byte, depth []uint16) ([]cvMarker, int) {
+func runEmioCore(t *testing.T, py string, cfg Config, bgr []byte, depth []uint16) ([]cvMarker, int) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "bgr.bin"), bgr, 0o600); err != nil {
@@ -157,7 +157,7 @@ func runEmioCore(t *testing.T, cfg Config, bgr []byte, depth []uint16) ([]cvMark
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "python3", "-c", emioCore, dir)
+	cmd := exec.CommandContext(ctx, py, "-c", emioCore, dir)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
