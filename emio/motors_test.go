@@ -308,10 +308,13 @@ func TestReopenAfterTorqueOffHolds(t *testing.T) {
 	}
 	// Someone moves the limp arm by hand.
 	if err := sb.Servo(2).SetValue(dynamixel.ItemPresentPosition, 2300); err != nil {
-		t.Skipf("the simulator does not let a test move a servo: %v", err)
+		t.Fatalf("moving servo 2 by hand in the simulator: %v", err)
 	}
 	if err := m.Reopen(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	if g := sb.Servo(2).Value(dynamixel.ItemGoalPosition); g != 2300 {
+		t.Errorf("servo 2 moved by hand to 2300 holds at %d after the reopen", g)
 	}
 	for _, s := range sb.Servos() {
 		if s.Value(dynamixel.ItemTorqueEnable) != 1 {
