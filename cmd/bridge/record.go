@@ -66,7 +66,8 @@ func cmdRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return fmt.Errorf("bridge %w", err)
 	}
-	fmt.Fprintf(stderr, "recording the taps arriving on %v into %s (Ctrl-C stops)\n", listen.addr(), *out)
+	// The bound address: -listen with port 0 says which port it got.
+	fmt.Fprintf(stderr, "recording the taps arriving on %v into %s (Ctrl-C stops)\n", cfg.Local, *out)
 	ctx, cancel := withDuration(ctx, *duration)
 	defer cancel()
 	var wg sync.WaitGroup

@@ -5,33 +5,45 @@ import (
 	"context"
 	"encoding/csv"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/pion/rtp"
 
+	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/record"
 	"github.com/labbridge/bridge/tap"
 )
 
-// freeUDPPort is a loopback UDP port free a moment ago.
-func freeUDPPort(t *testing.T) int {
+// startRecord runs bridge record on a loopback port of the kernel's choice
+// (-listen 127.0.0.1:0) until the test ends, and returns the address it
+// bound, read from what it says once it records; wait returns its exit
+// code once ctx has stopped it.
+func startRecord(t *testing.T, ctx context.Context, stdout, stderr *testutil.SyncBuffer, args ...string) (addr string, wait func() int) {
 	t.Helper()
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Skipf("no UDP socket on loopback: %v", err)
-	}
-	defer c.Close()
-	return c.LocalAddr().(*net.UDPAddr).Port
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, append([]string{"record", "-listen", "127.0.0.1:0"}, args...), stdout, stderr)
+	}()
+	const said = "recording the taps arriving on "
+	testutil.WaitFor(t, "bridge record to bind its port", func() bool {
+		select {
+		case code := <-done:
+			t.Fatalf("record: exit %d before it recorded\n%s%s", code, stdout.String(), stderr.String())
+		default:
+		}
+		_, rest, ok := strings.Cut(stderr.String(), said)
+		addr, _, _ = strings.Cut(rest, " ")
+		return ok && strings.Contains(rest, " into ")
+	})
+	return addr, func() int { return <-done }
 }
 
 // bridge sim -tap and bridge record together: every link of the default
@@ -42,28 +54,24 @@ func TestRecordSim(t *testing.T) {
 		t.Skip("runs the whole default for seconds")
 	}
 	dir := t.TempDir()
-	addr := fmt.Sprintf("127.0.0.1:%d", freeUDPPort(t))
 	out := filepath.Join(dir, "run.csv")
 	// The recorder runs until the bridge has stopped, however long a busy
-	// machine takes to start it.
+	// machine takes to start it; it has bound its port before the bridge
+	// starts, so every link's packets reach it.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var wg sync.WaitGroup
-	var recOut, recErr bytes.Buffer
-	var recCode int
-	wg.Go(func() {
-		recCode = run(ctx, []string{"record", "-listen", addr, "-out", out, "-pcap", filepath.Join(dir, "run.pcap")}, &recOut, &recErr)
-	})
-	time.Sleep(200 * time.Millisecond) // the recorder binds first; a late start only loses the first packets
+	var recOut, recErr testutil.SyncBuffer
+	addr, wait := startRecord(t, ctx, &recOut, &recErr, "-out", out, "-pcap", filepath.Join(dir, "run.pcap"))
 	var simOut, simErr bytes.Buffer
 	if code := run(context.Background(), []string{"sim", "-ephemeral", "-metrics", "", "-tap", addr, "-duration", "5s"}, &simOut, &simErr); code != 0 {
 		cancel()
-		wg.Wait()
+		wait()
 		t.Fatalf("sim: %d\n%s", code, simErr.String())
 	}
-	time.Sleep(500 * time.Millisecond) // the last datagrams are read
+	// What is checked below (headers, rows, the summary) holds of a
+	// recording that misses the last datagrams: no wait for them.
 	cancel()
-	wg.Wait()
+	recCode := wait()
 	if recCode != 0 {
 		t.Fatalf("record: %d\n%s%s", recCode, recOut.String(), recErr.String())
 	}
@@ -137,7 +145,7 @@ func TestRecordRefusesOutput(t *testing.T) {
 		}{[]string{"-out", "/proc/run.csv"}, "bridge record: cannot write /proc/run.csv: files cannot be created in /proc"})
 	}
 	for _, c := range cases {
-		args := append([]string{"record", "-listen", fmt.Sprintf("127.0.0.1:%d", freeUDPPort(t)), "-duration", "1m"}, c.args...)
+		args := append([]string{"record", "-listen", "127.0.0.1:0", "-duration", "1m"}, c.args...)
 		var stdout, stderr bytes.Buffer
 		if code := run(t.Context(), args, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), c.want) ||
 			strings.Contains(stderr.String(), "recording the taps") {
@@ -174,13 +182,11 @@ func tapPacket(t *testing.T, link string, i int) []byte {
 // link "emio" arrive, until it stops by itself.
 func recordUntilStopped(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	port := freeUDPPort(t)
-	var out, errb bytes.Buffer
-	done := make(chan int)
-	go func() {
-		done <- run(t.Context(), append([]string{"record", "-listen", fmt.Sprintf("127.0.0.1:%d", port), "-duration", "2m"}, args...), &out, &errb)
-	}()
-	conn, err := net.Dial("udp", fmt.Sprintf("127.0.0.1:%d", port))
+	var out, errb testutil.SyncBuffer
+	done := make(chan int, 1)
+	addr, wait := startRecord(t, t.Context(), &out, &errb, append([]string{"-duration", "2m"}, args...)...)
+	go func() { done <- wait() }()
+	conn, err := net.Dial("udp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +198,7 @@ func recordUntilStopped(t *testing.T, args ...string) (code int, stdout, stderr 
 		case code := <-done:
 			return code, out.String(), errb.String()
 		case <-tick.C:
-			conn.Write(tapPacket(t, "emio", i)) // refused until the recorder binds: sent again
+			conn.Write(tapPacket(t, "emio", i))
 		}
 	}
 }
