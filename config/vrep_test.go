@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
 	"regexp"
 	"strings"
 	"testing"
@@ -197,12 +196,8 @@ func TestVREPEndToEnd(t *testing.T) {
 // The scene is not there when the bridge starts: the link starts degraded,
 // keeps ticking, and runs as soon as the scene is started.
 func TestVREPSceneDownAtStart(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Skipf("no loopback port: %v", err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	// The scene's port is held, refusing, until the scene starts on it.
+	addr, listen := testutil.ClosedTCPPort(t)
 	env, reg := vrepEnv(t)
 	b := buildVREP(t, env, func(_ *Link, p *VREPPlant) { p.Address = addr })
 	if b.Link.State() != bridge.Starting && b.Link.State() != bridge.Degraded {
@@ -217,10 +212,7 @@ func TestVREPSceneDownAtStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err = net.Listen("tcp", addr)
-	if err != nil {
-		t.Skipf("the scene's port %s was taken meanwhile: %v", addr, err)
-	}
+	ln := listen()
 	serveScene(t, func(ctx contextT) error { return scene.Serve(ctx, ln) })
 	testutil.WaitFor(t, "running once the scene is up", func() bool {
 		return b.Link.State() == bridge.Running && scene.World().Snapshot().Angles[0] > 0

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -182,5 +184,37 @@ func TestSyncBuffer(t *testing.T) {
 	var empty testutil.SyncBuffer
 	if empty.Lines() != nil || empty.Contains("x") {
 		t.Error("an empty buffer has lines")
+	}
+}
+
+// A reserved port refuses connections until listen, then accepts them on
+// the same address.
+func TestClosedTCPPort(t *testing.T) {
+	addr, listen := testutil.ClosedTCPPort(t)
+	if c, err := net.Dial("tcp", addr); err == nil {
+		c.Close()
+		t.Fatalf("a connection to %s before listen was accepted", addr)
+	} else if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("dial before listen: %v, want connection refused", err)
+	}
+	ln := listen()
+	if ln.Addr().String() != addr {
+		t.Fatalf("listening on %s, reserved %s", ln.Addr(), addr)
+	}
+	accepted := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			c.Close()
+		}
+		accepted <- err
+	}()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if err := <-accepted; err != nil {
+		t.Fatal(err)
 	}
 }
