@@ -66,6 +66,65 @@ func (p PortInfo) String() string {
 	return s + ")"
 }
 
+// IsU2D2 reports whether p is a U2D2: a USB port with the FT232H's IDs,
+// compared by value, so that "403" is "0403" whichever case the system
+// reports them in.
+func (p PortInfo) IsU2D2() bool {
+	return p.IsUSB && hexEqual(p.VID, FTDIVendorID) && hexEqual(p.PID, U2D2Product)
+}
+
+// Spec names p for a configuration file: its /dev/serial/by-id link, which
+// survives re-plugging and re-enumeration, else usb:VID:PID:SERIAL, else
+// its path.
+func (p PortInfo) Spec() string {
+	switch {
+	case p.ByID != "":
+		return p.ByID
+	case p.IsUSB && p.Serial != "" && isHexID(p.VID) && isHexID(p.PID):
+		vid, _ := strconv.ParseUint(p.VID, 16, 16)
+		pid, _ := strconv.ParseUint(p.PID, 16, 16)
+		return fmt.Sprintf("usb:%04x:%04x:%s", vid, pid, p.Serial)
+	}
+	return p.Path
+}
+
+// U2D2Choice is the U2D2 chosen among the serial ports connected.
+type U2D2Choice struct {
+	// Port is the first U2D2.
+	Port PortInfo
+	// All is every U2D2 connected, in the order of the ports, Port first.
+	All []PortInfo
+}
+
+// String says which U2D2 is used and under what name, and, when several
+// are connected, which.
+func (c U2D2Choice) String() string {
+	s := "U2D2 " + c.Port.String() + " as " + c.Port.Spec()
+	if len(c.All) > 1 {
+		s += fmt.Sprintf("; the first of %d U2D2 adapters (%s): to use another, give its port instead of auto", len(c.All), listPorts(c.All))
+	}
+	return s
+}
+
+// ChooseU2D2 finds the U2D2s among ports (a list from ListPorts, sorted by
+// path) and chooses the first: the servos' line for a configuration file,
+// written as Port.Spec(). No U2D2 is ErrNoPort, naming the serial ports
+// there are.
+func ChooseU2D2(ports []PortInfo) (U2D2Choice, error) {
+	var c U2D2Choice
+	for _, p := range ports {
+		if p.IsU2D2() {
+			c.All = append(c.All, p)
+		}
+	}
+	if len(c.All) == 0 {
+		return c, fmt.Errorf("%w: no U2D2 (USB %s:%s) among %s: plug it in, or name the servos' port",
+			ErrNoPort, FTDIVendorID, U2D2Product, listPorts(ports))
+	}
+	c.Port = c.All[0]
+	return c, nil
+}
+
 // ListPorts lists the serial ports with their USB details, sorted by path.
 // It scans /dev and sysfs, so a control loop must never call it per tick.
 func ListPorts() ([]PortInfo, error) {
@@ -144,9 +203,7 @@ func resolve(spec string, ports []PortInfo, byIDDir string) (string, error) {
 	case spec == "":
 		return "", fmt.Errorf("%w: empty (want a path, a %s name, usb:VID:PID[:SERIAL] or auto)", ErrPortSpec, ByIDDir)
 	case strings.EqualFold(spec, "auto"):
-		return pick(spec, ports, func(p PortInfo) bool {
-			return p.IsUSB && hexEqual(p.VID, FTDIVendorID) && hexEqual(p.PID, U2D2Product)
-		}, "FTDI "+FTDIVendorID+":"+U2D2Product+" (U2D2) port")
+		return pick(spec, ports, PortInfo.IsU2D2, "FTDI "+FTDIVendorID+":"+U2D2Product+" (U2D2) port")
 	case len(spec) >= 4 && strings.EqualFold(spec[:4], "usb:"):
 		f := strings.Split(spec[4:], ":")
 		if len(f) < 2 || len(f) > 3 || !isHexID(f[0]) || !isHexID(f[1]) || (len(f) == 3 && f[2] == "") {

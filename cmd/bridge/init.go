@@ -70,6 +70,7 @@ func cmdInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		var err error
 		hw, found, missing, err = findEmio(ctx, findFlags{
 			port: *port, ids: *idRange, bauds: *bauds, camera: *cam, playback: *playback, latency: *latency,
+			ports: dynamixel.ListPorts,
 		}, stdout, stderr)
 		if err != nil {
 			return err
@@ -138,6 +139,7 @@ func saveFile(path string, text []byte) error {
 type findFlags struct {
 	port, ids, bauds, camera, playback string
 	latency                            time.Duration
+	ports                              func() ([]dynamixel.PortInfo, error) // dynamixel.ListPorts
 }
 
 // findEmio looks for the servos and the camera, printing what it does, and
@@ -153,28 +155,14 @@ func findEmio(ctx context.Context, f findFlags, stdout, stderr io.Writer) (hw co
 	}
 	// The servos' line.
 	hw.Port = f.port
-	ports, _ := dynamixel.ListPorts()
 	if f.port == "auto" {
-		var u2d2 []dynamixel.PortInfo
-		for _, p := range ports {
-			if p.IsUSB && strings.EqualFold(p.VID, dynamixel.FTDIVendorID) && strings.EqualFold(p.PID, dynamixel.U2D2Product) {
-				u2d2 = append(u2d2, p)
-			}
-		}
-		switch len(u2d2) {
-		case 0:
-			fmt.Fprintf(stdout, "servos: no U2D2 (USB 0403:6014) is connected")
-			if len(ports) > 0 {
-				fmt.Fprintf(stdout, "; serial ports: %s", portList(ports))
-			}
-			fmt.Fprintln(stdout)
+		ports, _ := f.ports() // none listed: ChooseU2D2 says there is no U2D2
+		if u, err := dynamixel.ChooseU2D2(ports); err != nil {
+			fmt.Fprintf(stdout, "servos: %v\n", err)
 			missing = append(missing, "the U2D2")
-		default:
-			if len(u2d2) > 1 {
-				fmt.Fprintf(stdout, "servos: %d U2D2 adapters (%s); using the first, -port chooses another\n", len(u2d2), portList(u2d2))
-			}
-			hw.Port = portSpec(u2d2[0])
-			fmt.Fprintf(stdout, "servos: U2D2 %s as %s\n", u2d2[0], hw.Port)
+		} else {
+			hw.Port = u.Port.Spec()
+			fmt.Fprintf(stdout, "servos: %s\n", u)
 		}
 	}
 	if hw.Port != "auto" {
@@ -219,26 +207,6 @@ func findEmio(ctx context.Context, f findFlags, stdout, stderr io.Writer) (hw co
 		}
 	}
 	return hw, found, missing, nil
-}
-
-// portSpec names a U2D2 for the file: its /dev/serial/by-id link, which
-// survives re-plugging, else its USB serial number.
-func portSpec(p dynamixel.PortInfo) string {
-	switch {
-	case p.ByID != "":
-		return p.ByID
-	case p.Serial != "":
-		return "usb:" + strings.ToLower(p.VID) + ":" + strings.ToLower(p.PID) + ":" + p.Serial
-	}
-	return p.Path
-}
-
-func portList(ports []dynamixel.PortInfo) string {
-	s := make([]string, len(ports))
-	for i, p := range ports {
-		s[i] = p.String()
-	}
-	return strings.Join(s, ", ")
 }
 
 // pingServos pings ids at each baud until one answers, and returns that
