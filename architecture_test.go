@@ -35,7 +35,7 @@ var imports = map[string][]string{
 	"deploy": {},
 	// The service's installer: the files and the default configuration,
 	// no device (the serial port list is handed in) and no loop.
-	"install": {".", "deploy"},
+	"install": {".", "deploy", "internal/atomicfile"},
 	// Protocols and devices: the contract and nothing else of ours …
 	"simulink":          {"plant"},
 	"dynamixel":         {"plant"},
@@ -48,7 +48,7 @@ var imports = map[string][]string{
 	// … but a robot is made of devices, and a camera of a source and a
 	// tracker.
 	"emio":   {"plant", "dynamixel"},
-	"camera": {"latency", "plant", "realtime", "realsense", "realsense/tracker"},
+	"camera": {"latency", "plant", "realtime", "realsense", "realsense/tracker", "internal/atomicfile"},
 	// Simulators import what they simulate.
 	"dynamixel/dxlsim": {"dynamixel", "pty"},
 	"meca500/mecasim":  {},
@@ -64,12 +64,15 @@ var imports = map[string][]string{
 	"tap": {"bridge", "plant", "realtime", "simulink"},
 	// The report of a recording reads the recorder's CSV files: nothing of
 	// ours (the status names are those of docs/tap.md §5).
-	"report": {},
+	"report": {"internal/atomicfile"},
 	// The recorder reads taps: their payload, nothing of the loop.
-	"record": {"matfile", "tap"},
+	"record": {"matfile", "tap", "internal/atomicfile"},
 	// The configuration builds links: it may import every library.
 	"config": {".", "bridge", "camera", "dynamixel", "dynamixel/dxlsim", "emio", "fault", "framelock", "journal", "meca500", "meca500/mecasim", "metrics",
-		"plant", "vrep", "vrep/vrepsim", "realsense", "realsense/tracker", "realtime", "sim", "simulink", "tap"},
+		"plant", "vrep", "vrep/vrepsim", "realsense", "realsense/tracker", "realtime", "sim", "simulink", "tap", "internal/atomicfile"},
+	// A file written whole or not at all, and why one cannot be written:
+	// a base package every writer uses.
+	"internal/atomicfile": {},
 	// Test support: headless Chromium for the tests that look at a page.
 	"internal/headless": {"internal/testutil"},
 	// Test support: waits, a shared buffer, and the switch that makes a

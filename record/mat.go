@@ -3,12 +3,14 @@ package record
 import (
 	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 
+	"github.com/labbridge/bridge/internal/atomicfile"
 	"github.com/labbridge/bridge/matfile"
 )
 
@@ -82,8 +84,6 @@ func (c *column) Read(p []byte) (int, error) {
 }
 
 // writeMAT assembles path from the spills, one struct per link named
-// after it, and removes them.
-// writeMAT assembles path from the spills, one struct per link named
 // after it, and removes them. It writes a temporary file beside path and
 // renames it into place only when whole: a failure leaves an older path
 // as it was and no half file.
@@ -103,38 +103,15 @@ func writeMAT(path string, names []string, spills []*spill) (err error) {
 		}
 		structs = append(structs, st)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
-	if err != nil {
-		return &WriteError{Path: path, Err: err}
+	// Synced before the rename, so that a crash never leaves a named but
+	// empty file; 0644 as the CSVs beside it.
+	err = atomicfile.Write(path, 0o644, func(w io.Writer) error {
+		return matfile.Write(w, "bridge record: one struct per link, one row per tick (docs/tap.md)", structs)
+	})
+	if ae := (*atomicfile.Error)(nil); errors.As(err, &ae) {
+		return &WriteError{Path: path, Err: ae.Err}
 	}
-	defer os.Remove(tmp.Name()) // after the rename, nothing to remove
-	// CreateTemp makes it private; the CSVs beside it are not.
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return &WriteError{Path: path, Err: err}
-	}
-	w := bufio.NewWriterSize(tmp, 1<<20)
-	if err := matfile.Write(w, "bridge record: one struct per link, one row per tick (docs/tap.md)", structs); err != nil {
-		tmp.Close()
-		return &WriteError{Path: path, Err: err}
-	}
-	if err := w.Flush(); err != nil {
-		tmp.Close()
-		return &WriteError{Path: path, Err: err}
-	}
-	// On disk before the rename, so that a crash never leaves a named
-	// but empty file.
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return &WriteError{Path: path, Err: err}
-	}
-	if err := tmp.Close(); err != nil {
-		return &WriteError{Path: path, Err: err}
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return &WriteError{Path: path, Err: err}
-	}
-	return nil
+	return err
 }
 
 // removeSpills closes and removes spill files.

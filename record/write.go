@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
+
+	"github.com/labbridge/bridge/internal/atomicfile"
 )
 
 // ErrWrite is an output that cannot be created or written: the recording
@@ -44,44 +44,7 @@ func explain(path, flag string, err error) string {
 	if flag == "" {
 		flag = "-out"
 	}
-	dir := filepath.Dir(path)
-	switch {
-	case errors.Is(err, syscall.ENOSPC):
-		return "the disk is full; free some space or write elsewhere"
-	case errors.Is(err, syscall.EROFS):
-		return fmt.Sprintf("the folder %s is on a read-only file system; choose another %s", dir, flag)
-	case errors.Is(err, syscall.ENOTDIR):
-		if f := fileInPath(dir); f != "" {
-			return fmt.Sprintf("%s is a file, not a folder; choose another %s", f, flag)
-		}
-		return fmt.Sprintf("%s is not a folder; choose another %s", dir, flag)
-	case errors.Is(err, syscall.EISDIR):
-		return fmt.Sprintf("%s is a folder; give %s a file name in it", path, flag)
-	case errors.Is(err, fs.ErrNotExist):
-		if fi, serr := os.Stat(dir); serr != nil || !fi.IsDir() {
-			return fmt.Sprintf("the folder %s does not exist; create it or choose another %s", dir, flag)
-		}
-		return fmt.Sprintf("files cannot be created in %s (%v); choose another %s", dir, err, flag)
-	case errors.Is(err, fs.ErrPermission):
-		return fmt.Sprintf("the folder %s is not writable by this user; choose another %s", dir, flag)
-	}
-	return fmt.Sprintf("%v; choose another %s", err, flag)
-}
-
-// fileInPath is the nearest ancestor of dir that exists and is not a
-// folder, or "".
-func fileInPath(dir string) string {
-	for d := dir; ; d = filepath.Dir(d) {
-		if fi, err := os.Stat(d); err == nil {
-			if !fi.IsDir() {
-				return d
-			}
-			return ""
-		}
-		if p := filepath.Dir(d); p == d {
-			return ""
-		}
-	}
+	return atomicfile.Explain(path, flag, err)
 }
 
 // Probe creates and removes a file in the folder of path, so that a

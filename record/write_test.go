@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -191,5 +192,51 @@ func TestMATFailureKeepsOlder(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "run.emio.csv")); err != nil || strings.Count(string(b), "\n") != 11 {
 		t.Errorf("the CSV: %v, %d lines", err, strings.Count(string(b), "\n"))
+	}
+}
+
+// A disk that fills while the MAT-file is assembled (a small tmpfs, filled
+// before Close; root only) leaves the older MAT-file whole, no temporary
+// file, and says the disk is full.
+func TestMATDiskFullKeepsOlder(t *testing.T) {
+	dir := t.TempDir()
+	if os.Geteuid() != 0 {
+		t.Skip("a full disk needs a small tmpfs, which only root can mount")
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs for a full disk (%v: %s): run as root where mount works", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", dir).Run() })
+	mat := filepath.Join(dir, "run.mat")
+	old := []byte("an older MAT-file")
+	if err := os.WriteFile(mat, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(Config{Out: filepath.Join(t.TempDir(), "run.csv"), Mat: mat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if err := r.Packet(packet(t, 7, uint16(i), i, desc()), src, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	filler, err := os.Create(filepath.Join(dir, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for err == nil {
+		_, err = filler.Write(make([]byte, 4096))
+	}
+	filler.Close()
+	if err := r.Close(); !errors.Is(err, ErrWrite) || !errors.Is(err, syscall.ENOSPC) ||
+		!strings.Contains(err.Error(), "cannot write "+mat+": the disk is full") {
+		t.Errorf("Close: %v", err)
+	}
+	if b, _ := os.ReadFile(mat); !bytes.Equal(b, old) {
+		t.Errorf("the older MAT-file is now %q", b)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*")); len(left) != 0 {
+		t.Errorf("left: %v", left)
 	}
 }

@@ -1,0 +1,155 @@
+// Package atomicfile writes a file whole or not at all. The data goes to a
+// temporary file in the destination's folder (a rename within a file
+// system is atomic), is synced to disk (a lab PC loses power), and is
+// renamed over the destination only then: a failed or interrupted write
+// leaves the file that was there whole, and no temporary file behind.
+//
+// It also owns the wording of why a file cannot be written, in a user's
+// words, so that every command says a missing folder or a full disk alike.
+package atomicfile
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// Error is a file that was not written; the file that was at Path, if any,
+// is as it was. Its message is "cannot write PATH: why; what to do", to
+// follow the name of the package that was writing.
+type Error struct {
+	Path string
+	Err  error
+}
+
+func (e *Error) Error() string { return "cannot write " + e.Path + ": " + Explain(e.Path, "", e.Err) }
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Write writes path with what write writes, whole or not at all, with
+// permissions perm. The writer is buffered; write must not keep it.
+func Write(path string, perm fs.FileMode, write func(io.Writer) error) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return &Error{Path: path, Err: err}
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	// CreateTemp makes the file private; perm is what the caller asked.
+	if err := f.Chmod(perm); err != nil {
+		return &Error{Path: path, Err: err}
+	}
+	w := &sticky{w: bufio.NewWriterSize(f, 64<<10)}
+	if err := write(w); err != nil {
+		// A failed write to the file is the file's error, whatever write
+		// made of it.
+		if w.err != nil {
+			err = w.err
+		}
+		return &Error{Path: path, Err: err}
+	}
+	if w.err != nil {
+		return &Error{Path: path, Err: w.err}
+	}
+	if err := w.w.Flush(); err != nil {
+		return &Error{Path: path, Err: err}
+	}
+	if err := f.Sync(); err != nil {
+		return &Error{Path: path, Err: err}
+	}
+	if err := f.Close(); err != nil {
+		return &Error{Path: path, Err: err}
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return &Error{Path: path, Err: err}
+	}
+	return nil
+}
+
+// WriteBytes writes data to path, whole or not at all.
+func WriteBytes(path string, perm fs.FileMode, data []byte) error {
+	return Write(path, perm, func(w io.Writer) error { _, err := w.Write(data); return err })
+}
+
+// sticky remembers the first error of the file's writer, so that a write
+// func that drops or rewords it cannot hide a full disk.
+type sticky struct {
+	w   *bufio.Writer
+	err error
+}
+
+func (s *sticky) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.w.Write(p)
+	s.err = err
+	return n, err
+}
+
+// Explain says in a user's words why path could not be created or written,
+// and what to do. flag names what the user changes to write elsewhere
+// ("-out"); "" is "another place".
+func Explain(path, flag string, err error) string {
+	other := flag
+	if other == "" {
+		other = "place"
+	}
+	dir := filepath.Dir(path)
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return "the disk is full; free some space or write elsewhere"
+	case errors.Is(err, syscall.EROFS):
+		return fmt.Sprintf("the folder %s is on a read-only file system; choose another %s", dir, other)
+	case errors.Is(err, syscall.ENOTDIR):
+		if f := fileInPath(dir); f != "" {
+			return fmt.Sprintf("%s is a file, not a folder; choose another %s", f, other)
+		}
+		return fmt.Sprintf("%s is not a folder; choose another %s", dir, other)
+	case errors.Is(err, syscall.EISDIR):
+		if flag == "" {
+			return fmt.Sprintf("%s is a folder; name a file in it", path)
+		}
+		return fmt.Sprintf("%s is a folder; give %s a file name in it", path, flag)
+	case errors.Is(err, fs.ErrNotExist):
+		if fi, serr := os.Stat(dir); serr != nil || !fi.IsDir() {
+			return fmt.Sprintf("the folder %s does not exist; create it or choose another %s", dir, other)
+		}
+		return fmt.Sprintf("files cannot be created in %s (%v); choose another %s", dir, err, other)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Sprintf("the folder %s is not writable by this user; choose another %s", dir, other)
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return fmt.Sprintf("%v; choose another %s", err, other)
+	}
+	// Not the file system's: the data could not be made, and another
+	// place would not help.
+	return err.Error()
+}
+
+// fileInPath is the nearest ancestor of dir that exists and is not a
+// folder, or "".
+func fileInPath(dir string) string {
+	for d := dir; ; d = filepath.Dir(d) {
+		if fi, err := os.Stat(d); err == nil {
+			if !fi.IsDir() {
+				return d
+			}
+			return ""
+		}
+		if p := filepath.Dir(d); p == d {
+			return ""
+		}
+	}
+}

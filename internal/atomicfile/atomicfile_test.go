@@ -1,0 +1,183 @@
+package atomicfile
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// only says what dir holds, so that a test can check no temporary file is
+// left.
+func only(t *testing.T, dir string, want ...string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range ents {
+		got = append(got, e.Name())
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("%s holds %v, want %v", dir, got, want)
+	}
+}
+
+func content(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// A write replaces the file whole, with the permissions asked, and leaves
+// nothing else in the folder.
+func TestWriteReplaces(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "bridge.toml")
+	if err := os.WriteFile(p, []byte("old\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteBytes(p, 0o644, []byte("new\n")); err != nil {
+		t.Fatal(err)
+	}
+	if got := content(t, p); got != "new\n" {
+		t.Errorf("content %q", got)
+	}
+	if st, err := os.Stat(p); err != nil || st.Mode().Perm() != 0o644 {
+		t.Errorf("mode %v %v", st.Mode(), err)
+	}
+	big := bytes.Repeat([]byte("0123456789"), 100000) // more than the buffer
+	if err := Write(p, 0o755, func(w io.Writer) error { _, err := w.Write(big); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if got := content(t, p); got != string(big) {
+		t.Errorf("a large file: %d bytes, want %d", len(got), len(big))
+	}
+	if st, _ := os.Stat(p); st.Mode().Perm() != 0o755 {
+		t.Errorf("mode %v", st.Mode())
+	}
+	only(t, dir, "bridge.toml")
+}
+
+// The write func fails half way: the old file is whole, no temporary file
+// is left, and the error names the path and wraps the cause.
+func TestWriteFuncErrorKeepsOld(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "report.html")
+	if err := os.WriteFile(p, []byte("old page"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cause := errors.New("plot: no data")
+	err := Write(p, 0o644, func(w io.Writer) error {
+		w.Write(bytes.Repeat([]byte("x"), 200000)) // some of it reaches the file
+		return cause
+	})
+	var ae *Error
+	if !errors.As(err, &ae) || ae.Path != p || !errors.Is(err, cause) ||
+		err.Error() != "cannot write "+p+": plot: no data" {
+		t.Errorf("error %v", err)
+	}
+	if got := content(t, p); got != "old page" {
+		t.Errorf("old file now %d bytes", len(got))
+	}
+	only(t, dir, "report.html")
+}
+
+// A folder that does not exist, or a file where a folder should be, is
+// said as such.
+func TestWriteMissingFolder(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "none", "bridge.toml")
+	err := WriteBytes(p, 0o644, []byte("x"))
+	want := "cannot write " + p + ": the folder " + filepath.Join(dir, "none") + " does not exist; create it or choose another place"
+	if !errors.Is(err, fs.ErrNotExist) || err == nil || err.Error() != want {
+		t.Errorf("error %v\nwant %s", err, want)
+	}
+	file := filepath.Join(dir, "afile")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = WriteBytes(filepath.Join(file, "x.toml"), 0o644, []byte("x"))
+	if err == nil || !strings.Contains(err.Error(), file+" is a file, not a folder") {
+		t.Errorf("a file as folder: %v", err)
+	}
+	only(t, dir, "afile")
+}
+
+// A place no file can be created in: /proc takes none even from root; a
+// folder without write permission takes none from another user.
+func TestWriteUnwritable(t *testing.T) {
+	if fi, err := os.Stat("/proc/self"); err == nil && fi.IsDir() {
+		err := WriteBytes("/proc/bridge.toml", 0o644, []byte("x"))
+		if err == nil || !strings.HasPrefix(err.Error(), "cannot write /proc/bridge.toml: files cannot be created in /proc") {
+			t.Errorf("/proc: %v", err)
+		}
+	}
+	if os.Geteuid() == 0 {
+		t.Skip("the permission case: root writes in any folder; run the tests as another user to check it")
+	}
+	dir := filepath.Join(t.TempDir(), "ro")
+	if err := os.Mkdir(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	err := WriteBytes(filepath.Join(dir, "a.toml"), 0o644, []byte("x"))
+	if !errors.Is(err, fs.ErrPermission) || !strings.Contains(err.Error(), "the folder "+dir+" is not writable by this user") {
+		t.Errorf("read-only folder: %v", err)
+	}
+}
+
+// A disk that fills part way: a small tmpfs (root only), then the wording
+// with the error injected, as a write func sees it.
+func TestWriteDiskFull(t *testing.T) {
+	t.Run("tmpfs", func(t *testing.T) {
+		dir := t.TempDir()
+		if os.Geteuid() != 0 {
+			t.Skip("a full disk needs a small tmpfs, which only root can mount")
+		}
+		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", dir).CombinedOutput(); err != nil {
+			t.Skipf("cannot mount a tmpfs for a full disk (%v: %s): run as root where mount works", err, out)
+		}
+		t.Cleanup(func() { exec.Command("umount", dir).Run() })
+		p := filepath.Join(dir, "run.mat")
+		if err := os.WriteFile(p, []byte("old"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err := Write(p, 0o644, func(w io.Writer) error {
+			for range 64 {
+				if _, err := w.Write(make([]byte, 4096)); err != nil {
+					return errors.New("matfile: short write") // rewords the cause
+				}
+			}
+			return nil
+		})
+		if !errors.Is(err, syscall.ENOSPC) || err.Error() != "cannot write "+p+": the disk is full; free some space or write elsewhere" {
+			t.Errorf("error %v", err)
+		}
+		if got := content(t, p); got != "old" {
+			t.Errorf("old file now %q", got)
+		}
+		only(t, dir, "run.mat")
+	})
+	t.Run("injected", func(t *testing.T) {
+		full := &os.PathError{Op: "write", Path: "x", Err: syscall.ENOSPC}
+		if got := Explain("/x/run.csv", "-out", full); got != "the disk is full; free some space or write elsewhere" {
+			t.Errorf("ENOSPC: %q", got)
+		}
+		if got := Explain("/x/run.csv", "-out", &os.PathError{Op: "open", Path: "/x/run.csv", Err: syscall.EROFS}); got != "the folder /x is on a read-only file system; choose another -out" {
+			t.Errorf("EROFS: %q", got)
+		}
+		if got := Explain("/x/run.csv", "", &os.PathError{Op: "open", Path: "/x/run.csv", Err: syscall.EIO}); got != "open /x/run.csv: input/output error; choose another place" {
+			t.Errorf("EIO: %q", got)
+		}
+	})
+}
