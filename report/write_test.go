@@ -41,7 +41,9 @@ func TestWriteFile(t *testing.T) {
 	if err := r.WriteFile(blocked); err == nil {
 		t.Error("a page written over a folder")
 	}
-	if err := r.WriteFile(filepath.Join(dir, "none", "report.html")); !errors.Is(err, fs.ErrNotExist) {
+	missing := filepath.Join(dir, "none", "report.html")
+	if err := r.WriteFile(missing); !errors.Is(err, fs.ErrNotExist) ||
+		err.Error() != "report: cannot write "+missing+": the folder "+filepath.Dir(missing)+" does not exist; create it or choose another place" {
 		t.Errorf("missing folder: %v", err)
 	}
 	left, _ := os.ReadDir(dir)
