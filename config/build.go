@@ -9,13 +9,13 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"os"
 	"strconv"
 	"sync"
 
 	"github.com/labbridge/bridge/bridge"
 	"github.com/labbridge/bridge/dynamixel/dxlsim"
 	"github.com/labbridge/bridge/fault"
+	"github.com/labbridge/bridge/internal/atomicfile"
 	"github.com/labbridge/bridge/metrics"
 	"github.com/labbridge/bridge/plant"
 	"github.com/labbridge/bridge/realtime"
@@ -518,11 +518,11 @@ func (f fanout) DroppedN(r simulink.DropReason, n uint64) {
 	simulink.NotifyDropped(f.b, r, n)
 }
 
-func writeFile(path string, write func(io.Writer) error) (err error) {
-	f, err := os.Create(path)
-	if err != nil {
+// writeFile writes a file beside the configured ones whole or not at all:
+// a failed write leaves the one that was there.
+func writeFile(path string, write func(io.Writer) error) error {
+	if err := atomicfile.Write(path, 0o644, write); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	defer func() { err = errors.Join(err, f.Close()) }()
-	return write(f)
+	return nil
 }
