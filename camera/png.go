@@ -2,12 +2,14 @@ package camera
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"image"
 	"image/color"
 	"image/png"
+	"io"
 	"os"
+
+	"github.com/labbridge/bridge/internal/atomicfile"
 )
 
 // Frames on disk: colour as 8-bit RGB PNG, depth as 16-bit grey PNG in mm
@@ -136,16 +138,12 @@ func WriteMaskPNG(path string, mask []byte, w, h int) error {
 	return encodePNG(path, m)
 }
 
-func encodePNG(path string, img image.Image) (err error) {
-	f, err := os.Create(path)
-	if err != nil {
+// encodePNG writes img whole or not at all, so that `bridge track`, or
+// anyone looking at the folder, never reads half a PNG.
+func encodePNG(path string, img image.Image) error {
+	enc := png.Encoder{CompressionLevel: png.BestSpeed}
+	if err := atomicfile.Write(path, 0o644, func(w io.Writer) error { return enc.Encode(w, img) }); err != nil {
 		return fmt.Errorf("camera: %w", err)
 	}
-	defer func() { err = errors.Join(err, f.Close()) }()
-	bw := bufio.NewWriter(f)
-	enc := png.Encoder{CompressionLevel: png.BestSpeed}
-	if err := enc.Encode(bw, img); err != nil {
-		return fmt.Errorf("camera: %s: %w", path, err)
-	}
-	return bw.Flush()
+	return nil
 }

@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync/atomic"
+	"syscall"
 
+	"github.com/labbridge/bridge/internal/atomicfile"
 	"github.com/labbridge/bridge/realsense/tracker"
 )
 
@@ -27,6 +29,8 @@ type Saver struct {
 	buf     Frame // owned by Serve while busy is set
 	busy    atomic.Bool
 	pending chan struct{} // capacity 1: at most one frame waits
+
+	saved, failed atomic.Uint64
 }
 
 // NewSaver saves every every-th frame of w×h into dir.
@@ -58,7 +62,12 @@ func (s *Saver) Offer(f *Frame, _ *tracker.Result) {
 }
 
 // Serve writes the offered frames until ctx is done. It may be served again.
+// A frame that cannot be written is counted and skipped, and the link runs
+// on: saved frames are for looking at later, not for the loop. Each kind of
+// failure is logged once, at WARN, with the folder and the reason, until a
+// frame is saved again.
 func (s *Saver) Serve(ctx context.Context) error {
+	warned := map[string]bool{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -68,8 +77,45 @@ func (s *Saver) Serve(ctx context.Context) error {
 		base := filepath.Join(s.dir, fmt.Sprintf("frame-%06d", s.buf.Number))
 		err := errors.Join(WriteColorPNG(base+"-color.png", s.buf.Color, s.w, s.h), WriteDepthPNG(base+"-depth.png", s.buf.Depth, s.w, s.h))
 		if err != nil {
-			s.log.Warn("camera: saving a frame", "err", err)
+			n := s.failed.Add(1)
+			if kind := failureKind(err); !warned[kind] {
+				warned[kind] = true
+				s.log.Warn("camera: a frame cannot be saved; the link runs on, and the next failures of this kind are only counted",
+					"folder", s.dir, "reason", saveReason(err), "failed", n)
+			}
+		} else {
+			s.saved.Add(1)
+			if len(warned) > 0 {
+				s.log.Info("camera: frames are saved again", "folder", s.dir, "failed", s.failed.Load())
+				clear(warned)
+			}
 		}
 		s.busy.Store(false)
 	}
+}
+
+// Saved is the number of frames written.
+func (s *Saver) Saved() uint64 { return s.saved.Load() }
+
+// Failed is the number of frames that could not be written.
+func (s *Saver) Failed() uint64 { return s.failed.Load() }
+
+// failureKind tells failures apart for the log: by the system's error
+// number (a missing folder, a full disk), else as one kind.
+func failureKind(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno.Error()
+	}
+	return "other"
+}
+
+// saveReason says why a frame could not be saved, in the words every file
+// writer uses.
+func saveReason(err error) string {
+	var ae *atomicfile.Error
+	if errors.As(err, &ae) {
+		return atomicfile.Explain(ae.Path, "save_frames", ae.Err)
+	}
+	return err.Error()
 }

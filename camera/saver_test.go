@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/labbridge/bridge/internal/testutil"
 )
 
 // The camera's frame hook only copies: the saver's own Serve writes the
@@ -120,5 +122,81 @@ func TestReadFramePNG(t *testing.T) {
 	}
 	if _, _, _, err := ReadFramePNG(c, small); err == nil || !strings.Contains(err.Error(), "want the same size") {
 		t.Errorf("sizes that differ: %v", err)
+	}
+}
+
+// The save folder removed while the camera runs: each frame that cannot be
+// written is counted, the failure is logged once at WARN with the folder
+// and the reason, Serve runs on, and frames are saved again once the
+// folder is back. No half PNG and no temporary file is ever in the folder.
+func TestSaverWriteFailure(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "frames")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const w, h = 32, 24
+	var logged testutil.SyncBuffer
+	s, err := NewSaver(dir, 1, w, h, slog.New(slog.NewTextHandler(&logged, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var served error
+	wg.Go(func() { served = s.Serve(ctx) })
+	defer func() {
+		cancel()
+		wg.Wait()
+		if served != nil {
+			t.Errorf("Serve: %v", served)
+		}
+	}()
+	f := &Frame{Color: make([]byte, 3*w*h), Depth: make([]uint16, w*h)}
+	// offer offers frame n once the saver is idle, and waits until it is
+	// written or has failed.
+	offer := func(n uint64) {
+		t.Helper()
+		testutil.WaitFor(t, "the saver idle", func() bool { return !s.busy.Load() })
+		f.Number = n
+		s.Offer(f, nil)
+		testutil.WaitFor(t, "the frame handled", func() bool { return !s.busy.Load() })
+	}
+	offer(1)
+	if s.Saved() != 1 || s.Failed() != 0 {
+		t.Fatalf("saved %d failed %d, want 1 and 0", s.Saved(), s.Failed())
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	for n := uint64(2); n <= 4; n++ {
+		offer(n)
+	}
+	if s.Saved() != 1 || s.Failed() != 3 {
+		t.Errorf("saved %d failed %d, want 1 and 3", s.Saved(), s.Failed())
+	}
+	var warns []string
+	for _, l := range logged.Lines() {
+		if strings.Contains(l, "level=WARN") {
+			warns = append(warns, l)
+		}
+	}
+	if len(warns) != 1 || !strings.Contains(warns[0], "folder="+dir) ||
+		!strings.Contains(warns[0], "the folder "+dir+" does not exist; create it or choose another save_frames") {
+		t.Errorf("want one WARN naming the folder and the reason, got %q", warns)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	offer(5)
+	if s.Saved() != 2 || !logged.Contains("frames are saved again") {
+		t.Errorf("saved %d after the folder came back; log:\n%s", s.Saved(), logged.String())
+	}
+	ents, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, " ") != "frame-000005-color.png frame-000005-depth.png" {
+		t.Errorf("the folder holds %v", names)
 	}
 }
