@@ -13,6 +13,7 @@ import (
 
 	"github.com/labbridge/bridge/config"
 	"github.com/labbridge/bridge/dynamixel"
+	"github.com/labbridge/bridge/internal/atomicfile"
 	"github.com/labbridge/bridge/realsense"
 )
 
@@ -91,8 +92,9 @@ func cmdInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		_, err := stdout.Write(text)
 		return err
 	}
-	if err := saveFile(*out, text); err != nil {
-		return fmt.Errorf("bridge init: %w", err)
+	// Whole or not at all: a failed write leaves the file that was there.
+	if err := atomicfile.WriteBytes(*out, 0o644, text); err != nil {
+		return fmt.Errorf("bridge init: %w", atomicfile.Flagged(err, "-out"))
 	}
 	l := cfg.Links[0]
 	fmt.Fprintf(stdout, "wrote %s: %s\n", *out, l.Plant.Summary())
@@ -106,31 +108,6 @@ func cmdInit(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "next: bridge check%s, then bridge run%s (and start the Simulink model)\n", flag, flag)
 	if len(missing) > 0 {
 		fmt.Fprintf(stdout, "not found: %s; the file says what to change, or run bridge init again when it is connected\n", strings.Join(missing, ", "))
-	}
-	return nil
-}
-
-// saveFile writes text to path through a temporary file in its folder,
-// renamed into place once whole: a failed or interrupted write leaves the
-// file that was there as it was.
-func saveFile(path string, text []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("cannot write %s: %w", path, err)
-	}
-	_, err = f.Write(text)
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("cannot write %s: %w", path, err)
 	}
 	return nil
 }

@@ -25,9 +25,12 @@ import (
 type Error struct {
 	Path string
 	Err  error
+	// Flag is the command-line flag that named Path ("-out"), for the
+	// advice; "" is "another place".
+	Flag string
 }
 
-func (e *Error) Error() string { return "cannot write " + e.Path + ": " + Explain(e.Path, "", e.Err) }
+func (e *Error) Error() string { return "cannot write " + e.Path + ": " + Explain(e.Path, e.Flag, e.Err) }
 
 func (e *Error) Unwrap() error { return e.Err }
 
@@ -76,6 +79,19 @@ func Write(path string, perm fs.FileMode, write func(io.Writer) error) (err erro
 	return nil
 }
 
+// Flagged is err, as Write returns it, with its advice naming flag, the
+// command-line flag that named the file; an error that is not an *Error is
+// returned as it is.
+func Flagged(err error, flag string) error {
+	var e *Error
+	if errors.As(err, &e) {
+		f := *e
+		f.Flag = flag
+		return &f
+	}
+	return err
+}
+
 // WriteBytes writes data to path, whole or not at all.
 func WriteBytes(path string, perm fs.FileMode, data []byte) error {
 	return Write(path, perm, func(w io.Writer) error { _, err := w.Write(data); return err })
@@ -116,7 +132,8 @@ func Explain(path, flag string, err error) string {
 			return fmt.Sprintf("%s is a file, not a folder; choose another %s", f, other)
 		}
 		return fmt.Sprintf("%s is not a folder; choose another %s", dir, other)
-	case errors.Is(err, syscall.EISDIR):
+	case errors.Is(err, syscall.EISDIR), (errors.Is(err, syscall.EEXIST) || errors.Is(err, syscall.ENOTEMPTY)) && isDir(path):
+		// A rename over a folder that holds files says EEXIST.
 		if flag == "" {
 			return fmt.Sprintf("%s is a folder; name a file in it", path)
 		}
@@ -136,6 +153,11 @@ func Explain(path, flag string, err error) string {
 	// Not the file system's: the data could not be made, and another
 	// place would not help.
 	return err.Error()
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 // fileInPath is the nearest ancestor of dir that exists and is not a

@@ -103,6 +103,9 @@ func TestWriteMissingFolder(t *testing.T) {
 	if !errors.Is(err, fs.ErrNotExist) || err == nil || err.Error() != want {
 		t.Errorf("error %v\nwant %s", err, want)
 	}
+	if err := Flagged(err, "-out"); err.Error() != strings.Replace(want, "another place", "another -out", 1) || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("flagged: %v", err)
+	}
 	file := filepath.Join(dir, "afile")
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -111,7 +114,23 @@ func TestWriteMissingFolder(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), file+" is a file, not a folder") {
 		t.Errorf("a file as folder: %v", err)
 	}
-	only(t, dir, "afile")
+	// A folder where the file should be, empty or not.
+	for _, inside := range []bool{false, true} {
+		p := filepath.Join(dir, "afolder")
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if inside {
+			if err := os.WriteFile(filepath.Join(p, "keep"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err = WriteBytes(p, 0o644, []byte("x"))
+		if err == nil || !strings.HasSuffix(err.Error(), p+" is a folder; name a file in it") {
+			t.Errorf("a folder in the way (files in it: %v): %v", inside, err)
+		}
+	}
+	only(t, dir, "afile", "afolder")
 }
 
 // A place no file can be created in: /proc takes none even from root; a
