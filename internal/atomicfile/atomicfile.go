@@ -30,16 +30,36 @@ type Error struct {
 	Flag string
 }
 
-func (e *Error) Error() string { return "cannot write " + e.Path + ": " + Explain(e.Path, e.Flag, e.Err) }
+func (e *Error) Error() string {
+	return "cannot write " + e.Path + ": " + Explain(e.Path, e.Flag, e.Err)
+}
 
 func (e *Error) Unwrap() error { return e.Err }
 
 // Write writes path with what write writes, whole or not at all, with
 // permissions perm. The writer is buffered; write must not keep it.
-func Write(path string, perm fs.FileMode, write func(io.Writer) error) (err error) {
+func Write(path string, perm fs.FileMode, write func(io.Writer) error) error {
+	p, err := Stage(path, perm, write)
+	if err != nil {
+		return err
+	}
+	return p.Commit()
+}
+
+// Pending is a file written whole and synced beside its destination, not
+// yet in place: Commit puts it there, Discard removes it. A caller that
+// writes several files stages them all before it commits any.
+type Pending struct {
+	path, tmp string
+}
+
+// Stage writes what write writes to a temporary file beside path, with
+// permissions perm, and syncs it; path is not touched. On error nothing
+// is left.
+func Stage(path string, perm fs.FileMode, write func(io.Writer) error) (_ *Pending, err error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
-		return &Error{Path: path, Err: err}
+		return nil, &Error{Path: path, Err: err}
 	}
 	tmp := f.Name()
 	defer func() {
@@ -50,7 +70,7 @@ func Write(path string, perm fs.FileMode, write func(io.Writer) error) (err erro
 	}()
 	// CreateTemp makes the file private; perm is what the caller asked.
 	if err := f.Chmod(perm); err != nil {
-		return &Error{Path: path, Err: err}
+		return nil, &Error{Path: path, Err: err}
 	}
 	w := &sticky{w: bufio.NewWriterSize(f, 64<<10)}
 	if err := write(w); err != nil {
@@ -59,25 +79,38 @@ func Write(path string, perm fs.FileMode, write func(io.Writer) error) (err erro
 		if w.err != nil {
 			err = w.err
 		}
-		return &Error{Path: path, Err: err}
+		return nil, &Error{Path: path, Err: err}
 	}
 	if w.err != nil {
-		return &Error{Path: path, Err: w.err}
+		return nil, &Error{Path: path, Err: w.err}
 	}
 	if err := w.w.Flush(); err != nil {
-		return &Error{Path: path, Err: err}
+		return nil, &Error{Path: path, Err: err}
 	}
 	if err := f.Sync(); err != nil {
-		return &Error{Path: path, Err: err}
+		return nil, &Error{Path: path, Err: err}
 	}
 	if err := f.Close(); err != nil {
-		return &Error{Path: path, Err: err}
+		return nil, &Error{Path: path, Err: err}
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		return &Error{Path: path, Err: err}
+	return &Pending{path: path, tmp: tmp}, nil
+}
+
+// Path is the destination.
+func (p *Pending) Path() string { return p.path }
+
+// Commit renames the file into place. On error the temporary file is
+// removed and the destination is as it was.
+func (p *Pending) Commit() error {
+	if err := os.Rename(p.tmp, p.path); err != nil {
+		os.Remove(p.tmp)
+		return &Error{Path: p.path, Err: err}
 	}
 	return nil
 }
+
+// Discard removes the staged file; the destination is untouched.
+func (p *Pending) Discard() { os.Remove(p.tmp) }
 
 // Flagged is err, as Write returns it, with its advice naming flag, the
 // command-line flag that named the file; an error that is not an *Error is

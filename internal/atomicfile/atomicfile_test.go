@@ -200,3 +200,36 @@ func TestWriteDiskFull(t *testing.T) {
 		}
 	})
 }
+
+// A staged file is beside its destination, not in it, until Commit;
+// Discard leaves the destination as it was and nothing else.
+func TestStage(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "bridge@.service")
+	if err := os.WriteFile(p, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	write := func(w io.Writer) error { _, err := io.WriteString(w, "new"); return err }
+	st, err := Stage(p, 0o644, write)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := content(t, p); got != "old" || st.Path() != p {
+		t.Errorf("staged: the destination is %q", got)
+	}
+	st.Discard()
+	only(t, dir, "bridge@.service")
+	if got := content(t, p); got != "old" {
+		t.Errorf("discarded: %q", got)
+	}
+	if st, err = Stage(p, 0o644, write); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := content(t, p); got != "new" {
+		t.Errorf("committed: %q", got)
+	}
+	only(t, dir, "bridge@.service")
+}
