@@ -11,6 +11,7 @@ import (
 	"github.com/pion/rtp"
 
 	"github.com/labbridge/bridge/bridge"
+	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/simulink"
 )
 
@@ -186,9 +187,9 @@ func TestTapConfigRefused(t *testing.T) {
 // A tap nobody listens to yet loses nothing once someone does: the ICMP
 // "port unreachable" of the datagrams nobody took fails no later send.
 func TestTapToNobodyFirst(t *testing.T) {
-	rx := listen(t)
-	addr := rx.LocalAddr().(*net.UDPAddr)
-	rx.Close() // nobody there
+	// Nobody there: the port is held, unreachable, until opened below.
+	rx2, open := testutil.ClosedUDPPort(t)
+	addr := rx2.LocalAddr().(*net.UDPAddr)
 	tp, err := New(Config{Address: addr.AddrPort(), Clock: &fakeClock{ns: 5e9},
 		Descriptor: Descriptor{Link: "arm", RateHz: 1000, Measure: []Field{{"q", "rad", 2}}, Command: []Field{{"u", "rad", 1}}}})
 	if err != nil {
@@ -202,11 +203,7 @@ func TestTapToNobodyFirst(t *testing.T) {
 		tp.RecordTick(tick(n))
 	}
 	waitSent(t, tp, 20)
-	rx2, err := net.ListenUDP("udp", addr)
-	if err != nil {
-		t.Skipf("the port was taken meanwhile: %v", err)
-	}
-	defer rx2.Close()
+	open()
 	for n := range uint64(20) {
 		tp.RecordTick(tick(20 + n))
 	}

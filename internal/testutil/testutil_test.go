@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -216,5 +217,39 @@ func TestClosedTCPPort(t *testing.T) {
 	c.Close()
 	if err := <-accepted; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A closed UDP port takes nothing, and the sender learns it (port
+// unreachable); once open it receives from anyone.
+func TestClosedUDPPort(t *testing.T) {
+	rx, open := testutil.ClosedUDPPort(t)
+	tx, err := net.DialUDP("udp4", nil, rx.LocalAddr().(*net.UDPAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	// The unreachable of one datagram fails a later call on tx.
+	testutil.WaitFor(t, "port unreachable at the sender", func() bool {
+		_, err := tx.Write([]byte("nobody"))
+		return errors.Is(err, syscall.ECONNREFUSED)
+	})
+	open()
+	buf := make([]byte, 16)
+	for {
+		if _, err := tx.Write([]byte("someone")); err != nil && !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Fatal(err)
+		}
+		rx.SetReadDeadline(time.Now().Add(10 * time.Millisecond))
+		n, _, err := rx.ReadFromUDPAddrPort(buf)
+		if err == nil {
+			if string(buf[:n]) != "someone" {
+				t.Fatalf("read %q", buf[:n])
+			}
+			return
+		}
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatal(err)
+		}
 	}
 }
