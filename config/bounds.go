@@ -10,9 +10,11 @@ import (
 // KB, and the TOML decoder's memory grows with what it is given.
 const MaxFileSize = 1 << 20
 
-// MaxNesting bounds how deep arrays and inline tables nest. The decoder's
-// memory grows with the square of the depth: 80 KB of nested inline tables
-// took 19 GB and three minutes.
+// MaxNesting bounds how deep arrays and inline tables nest, and how many
+// parts a dotted key or [table] name has (each part is a table deeper). The
+// decoder's memory grows with the square of the depth: 80 KB of nested
+// inline tables took 19 GB and three minutes, and a [table] name of 100,000
+// parts (200 KB) more than 6 GB in three seconds.
 const MaxNesting = 32
 
 // tooLarge is the error of a file over MaxFileSize; size < 0 is unknown.
@@ -47,19 +49,23 @@ func readBounded(path string) ([]byte, error) {
 }
 
 // checkBounds refuses, before the TOML decoder sees it, a document larger
-// than MaxFileSize or whose arrays and inline tables nest deeper than
-// MaxNesting. It is one linear pass that knows TOML's comments and its four
-// kinds of strings well enough not to count a bracket inside them; what it
-// lets through the decoder still checks.
+// than MaxFileSize, whose arrays and inline tables nest deeper than
+// MaxNesting, or with a dotted key or [table] name of more than MaxNesting
+// parts. It is one linear pass that knows TOML's comments and its four
+// kinds of strings well enough not to count a bracket or a dot inside them;
+// what it lets through the decoder still checks.
 func checkBounds(data []byte) error {
 	if len(data) > MaxFileSize {
 		return tooLarge(int64(len(data)))
 	}
-	depth, line := 0, 1
+	// dots counts the dots of the dotted run (bare or quoted parts, blanks
+	// and dots) that ends at i; a value has at most one (1.5, 00:00:00.5).
+	depth, line, dots := 0, 1, 0
 	for i := 0; i < len(data); i++ {
 		switch c := data[i]; c {
 		case '\n':
 			line++
+			dots = 0
 		case '#':
 			for i+1 < len(data) && data[i+1] != '\n' {
 				i++
@@ -68,18 +74,36 @@ func checkBounds(data []byte) error {
 			multi := i+2 < len(data) && data[i+1] == c && data[i+2] == c
 			if multi {
 				i += 2
+				dots = 0 // a multi-line string is a value, never a key part
 			}
 			i, line = skipString(data, i+1, c, multi, line)
+		case '.':
+			dots++
+			if dots >= MaxNesting {
+				return fmt.Errorf("%w: line %d: a dotted key or [table] name of more than %d parts; a bridge configuration's keys have at most %d: look for a long a.b.c… on that line", ErrConfig, line, MaxNesting, MaxNesting)
+			}
+		case ' ', '\t':
 		case '[', '{':
+			dots = 0
 			depth++
 			if depth > MaxNesting {
 				return fmt.Errorf("%w: line %d: arrays and inline tables nested more than %d deep; a bridge configuration nests them at most %d deep: look for an unclosed [ or { on that line", ErrConfig, line, MaxNesting, MaxNesting)
 			}
 		case ']', '}':
+			dots = 0
 			depth = max(depth-1, 0) // unbalanced: the decoder says where
+		default:
+			if !bareKeyByte(c) {
+				dots = 0
+			}
 		}
 	}
 	return nil
+}
+
+// bareKeyByte reports whether c may be in a bare key: A-Za-z0-9_-.
+func bareKeyByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
 }
 
 // skipString returns the index of the closing quote of the string whose

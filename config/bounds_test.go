@@ -79,6 +79,66 @@ func TestNestingBombRefused(t *testing.T) {
 	}
 }
 
+// dottedBomb is a key or [table] name of parts parts, each a table deeper:
+// 200 KB of one took more than 6 GB before any check.
+func dottedBomb(parts int, sep, part, open, tail string) []byte {
+	return []byte(open + strings.Repeat(part+sep, parts-1) + part + tail)
+}
+
+func TestDottedKeyBombRefused(t *testing.T) {
+	bombs := map[string]func(parts int) []byte{
+		"[table]":          func(n int) []byte { return dottedBomb(n, ".", "a", "[", "]\n") },
+		"[[array]]":        func(n int) []byte { return dottedBomb(n, ".", "a", "[[", "]]\n") },
+		"key":              func(n int) []byte { return dottedBomb(n, ".", "a", "", " = 1\n") },
+		"quoted parts":     func(n int) []byte { return dottedBomb(n, ".", `"a"`, "", " = 1\n") },
+		"blanks":           func(n int) []byte { return dottedBomb(n, " . ", "'a'", "[", "]\n") },
+		"inline table key": func(n int) []byte { return dottedBomb(n, ".", "a", "x = {", " = 1}\n") },
+	}
+	want := "config: invalid configuration: line 1: a dotted key or [table] name of more than 32 parts"
+	for name, bomb := range bombs {
+		for _, parts := range []int{MaxNesting + 1, 100000} {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := ParseConfig(bomb(parts))
+			runtime.ReadMemStats(&after)
+			if !errors.Is(err, ErrConfig) || !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("%s of %d parts: got %v, want %s", name, parts, err, want)
+			}
+			if n := after.TotalAlloc - before.TotalAlloc; n > 16<<20 {
+				t.Errorf("%s of %d parts: refusing allocated %d MB", name, parts, n>>20)
+			}
+		}
+		// At the limit the decoder gets the file.
+		if err := checkBounds(bomb(MaxNesting)); err != nil {
+			t.Errorf("%s of %d parts: %v", name, MaxNesting, err)
+		}
+	}
+	// Arrays of tables a part deeper on each line, 200 KB of them.
+	var deep strings.Builder
+	for k := "a"; deep.Len() < 200<<10; k += ".a" {
+		deep.WriteString("[[" + k + "]]\n")
+	}
+	if _, err := ParseConfig([]byte(deep.String())); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "line 33: a dotted key") {
+		t.Errorf("arrays of tables deeper on each line: got %v, want line 33 (33 parts) refused", err)
+	}
+	// Dots in values, strings and comments are not parts.
+	const link = "[[link]]\nname = \"a\"\n"
+	dots := strings.Repeat("a.", MaxNesting)
+	for _, doc := range []string{
+		link + "# " + dots + "\n",
+		link + "window_margin = \"" + dots + "\"\n",
+		link + "[link.udp]\nremote = '" + dots + "'\n",
+		link + "x = \"\"\"\n" + dots + "\"\"\"\n",
+		link + "x = [1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5, 9.5, 10.5, 11.5, 12.5, 13.5, 14.5, 15.5, 16.5, 17.5, 18.5, 19.5, 20.5, 21.5, 22.5, 23.5, 24.5, 25.5, 26.5, 27.5, 28.5, 29.5, 30.5, 31.5, 32.5, 33.5]\n",
+		link + "x = {" + strings.Repeat("a = 1.5, ", 40) + "}\n",
+		link + "x = 1979-05-27T07:32:00.999999-07:00\n",
+	} {
+		if err := checkBounds([]byte(doc)); err != nil {
+			t.Errorf("%q: %v", doc, err)
+		}
+	}
+}
+
 // Brackets inside strings and comments are not nesting; brackets after them
 // still are.
 func TestNestingCountsOnlyValues(t *testing.T) {
