@@ -38,18 +38,17 @@ func PrintCommands(w io.Writer, cmds [][]string) {
 	}
 }
 
-// Run runs the commands one after the other, saying each on stdout, and
-// stops at the first that fails.
-func Run(ctx context.Context, cmds [][]string, stdout, stderr io.Writer) error {
-	for _, c := range cmds {
-		fmt.Fprintf(stdout, "running %s\n", strings.Join(c, " "))
-		cmd := exec.CommandContext(ctx, c[0], c[1:]...)
-		cmd.Stdout, cmd.Stderr = stdout, stderr
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("%w: %s: %w (run the rest by hand: bridge install prints them)", ErrCommand, strings.Join(c, " "), err)
-		}
+// execRunner runs a command as a process, its output to stdout and
+// stderr (nil: stdout).
+func execRunner(stdout, stderr io.Writer) func(context.Context, []string) error {
+	if stderr == nil {
+		stderr = stdout
 	}
-	return nil
+	return func(ctx context.Context, argv []string) error {
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Stdout, cmd.Stderr = stdout, stderr
+		return cmd.Run()
+	}
 }
 
 // CallerEmioapi is ~/.config/emioapi of the user who ran the command: the

@@ -127,10 +127,10 @@ func cutStringValue(line, key string) (before, after string, ok bool) {
 // installConfig writes /etc/bridge/NAME.toml from o.Config or the embedded
 // default, its metrics on a port no other instance uses, and returns the
 // metrics address ("" when off or kept).
-func installConfig(o Options, at func(string) string, say func(string, ...any)) (string, error) {
+func installConfig(o Options, at func(string) string, t *txn) (string, error) {
 	dst := at(ConfigPath(o.Name))
 	if exists(dst) && !o.Force {
-		say("kept existing %s (-force overwrites it)", dst)
+		t.note("kept existing %s (-force overwrites it)", dst)
 		return "", nil
 	}
 	text, from := defaultconfig.TOML(), "the embedded default"
@@ -162,13 +162,10 @@ func installConfig(o Options, at func(string) string, say func(string, ...any)) 
 				ErrConfig, from, addr)
 		}
 	}
-	if err := writeFile(dst, text, 0o644); err != nil {
-		return "", err
-	}
 	if addr == "" {
-		say("wrote %s from %s (metrics off, as there)", dst, from)
+		t.write(dst, text, 0o644, fmt.Sprintf("wrote %s from %s (metrics off, as there)", dst, from))
 	} else {
-		say("wrote %s from %s (metrics on %s)", dst, from, addr)
+		t.write(dst, text, 0o644, fmt.Sprintf("wrote %s from %s (metrics on %s)", dst, from, addr))
 	}
 	return addr, nil
 }

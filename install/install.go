@@ -8,11 +8,17 @@
 //
 // Everything is written under a root directory, "/" for the running
 // machine, another for a staged image or a test. The commands that make
-// systemd and udev take the files up are returned, to be printed; Run runs
-// them only when asked.
+// systemd and udev take the files up are returned, to be printed, and run
+// only when asked.
+//
+// An install is all or nothing (txn.go): every file is written beside its
+// place first, then all are renamed into place, then the commands run. An
+// interrupt or a failure before the renames changes nothing; one after puts
+// the previous files back and removes the new ones.
 package install
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -106,6 +112,18 @@ type Options struct {
 	Serial string
 	// Ports lists the serial ports; nil looks for none.
 	Ports func() ([]Port, error)
+	// RunCommands runs Commands once the files are in place (on the
+	// running machine, Root "/"); when one fails the files are put back.
+	RunCommands bool
+	// Runner runs one command; nil runs it as a process, its output to
+	// Install's out and to Stderr.
+	Runner func(ctx context.Context, argv []string) error
+	// Stderr takes the commands' error output; nil is Install's out.
+	Stderr io.Writer
+	// Step, when set, is called before each step that changes the system,
+	// with what it is about to do ("stage PATH", "place PATH", "run CMD"):
+	// a test cancels the install there.
+	Step func(step string)
 }
 
 // Result is what Install did.
@@ -121,10 +139,13 @@ type Result struct {
 
 // Install writes the files of instance o.Name under o.Root, printing each
 // action to out as it happens, and returns them with the commands left to
-// run. The binary, the unit, the common udev rules and the sysusers entry
-// are replaced (they belong to the bridge); the instance's configuration,
-// adapter rule and calibration are kept when present unless o.Force.
-func Install(o Options, out io.Writer) (*Result, error) {
+// run, which it runs when o.RunCommands. The binary, the unit, the common
+// udev rules and the sysusers entry are replaced (they belong to the
+// bridge); the instance's configuration, adapter rule and calibration are
+// kept when present unless o.Force. When ctx is done or a step fails, the
+// files are as they were before, and the error says so (and wraps
+// ctx.Err() when interrupted).
+func Install(ctx context.Context, o Options, out io.Writer) (*Result, error) {
 	if err := CheckName(o.Name); err != nil {
 		return nil, err
 	}
@@ -132,14 +153,10 @@ func Install(o Options, out io.Writer) (*Result, error) {
 		o.Root = "/"
 	}
 	r := &Result{}
-	say := func(format string, args ...any) {
-		line := fmt.Sprintf(format, args...)
-		r.Actions = append(r.Actions, line)
-		fmt.Fprintln(out, line)
-	}
+	t := &txn{out: out, result: r, step: o.Step}
 	at := func(p string) string { return filepath.Join(o.Root, p) }
 
-	if err := installBinary(o.Binary, at(BinaryPath), say); err != nil {
+	if err := installBinary(o.Binary, at(BinaryPath), t); err != nil {
 		return r, err
 	}
 	for _, f := range []struct {
@@ -150,45 +167,47 @@ func Install(o Options, out io.Writer) (*Result, error) {
 		{RulesPath, deploy.Rules()},
 		{SysusersPath, deploy.Sysusers()},
 	} {
-		if err := writeFile(at(f.path), f.data, 0o644); err != nil {
-			return r, err
-		}
-		say("wrote %s", at(f.path))
+		t.write(at(f.path), f.data, 0o644, "wrote "+at(f.path))
 	}
-	if err := installAdapterRule(o, at(AdapterRulesPath(o.Name)), say); err != nil {
+	if err := installAdapterRule(o, at(AdapterRulesPath(o.Name)), t); err != nil {
 		return r, err
 	}
-	addr, err := installConfig(o, at, say)
+	addr, err := installConfig(o, at, t)
 	if err != nil {
 		return r, err
 	}
 	r.MetricsAddr = addr
-	if err := installCalibration(o, at(EmioapiDir(o.Name)), say); err != nil {
+	if err := installCalibration(o, at(EmioapiDir(o.Name)), t); err != nil {
 		return r, err
 	}
-	r.Commands = Commands(o.Name)
+	cmds := Commands(o.Name)
+	if o.RunCommands {
+		run := o.Runner
+		if run == nil {
+			run = execRunner(out, o.Stderr)
+		}
+		err = t.do(ctx, cmds, run)
+	} else {
+		err = t.do(ctx, nil, nil)
+	}
+	if err != nil {
+		return r, err
+	}
+	r.Commands = cmds
 	return r, nil
 }
 
 // installBinary copies the running executable, unless it is the installed
 // one already.
-func installBinary(src, dst string, say func(string, ...any)) error {
+func installBinary(src, dst string, t *txn) error {
 	if src == "" {
 		return fmt.Errorf("install: no binary to copy: give Options.Binary (os.Executable())")
 	}
 	if same(src, dst) {
-		say("kept %s (it is the running binary)", dst)
+		t.note("kept %s (it is the running binary)", dst)
 		return nil
 	}
-	f, err := os.Open(src)
-	if err != nil {
-		return fmt.Errorf("install: read the binary: %w", err)
-	}
-	defer f.Close()
-	if err := writeFrom(dst, f, 0o755); err != nil {
-		return err
-	}
-	say("wrote %s", dst)
+	t.copy(dst, src, 0o755, "wrote "+dst)
 	return nil
 }
 
@@ -203,9 +222,9 @@ func same(a, b string) bool {
 }
 
 // installCalibration copies the lab's emioapi files to dir.
-func installCalibration(o Options, dir string, say func(string, ...any)) error {
+func installCalibration(o Options, dir string, t *txn) error {
 	if o.Emioapi == "" {
-		say("no calibration to copy: put %s in %s", joinNames(), dir)
+		t.note("no calibration to copy: put %s in %s", joinNames(), dir)
 		return nil
 	}
 	n := 0
@@ -218,20 +237,17 @@ func installCalibration(o Options, dir string, say func(string, ...any)) error {
 		n++
 		dst := filepath.Join(dir, name)
 		if exists(dst) && !o.Force {
-			say("kept existing %s (-force overwrites it)", dst)
+			t.note("kept existing %s (-force overwrites it)", dst)
 			continue
 		}
 		b, err := os.ReadFile(src)
 		if err != nil {
 			return fmt.Errorf("install: read the calibration: %w", err)
 		}
-		if err := writeFile(dst, b, 0o644); err != nil {
-			return err
-		}
-		say("copied %s to %s", src, dst)
+		t.write(dst, b, 0o644, fmt.Sprintf("copied %s to %s", src, dst))
 	}
 	if n == 0 {
-		say("no calibration in %s: the tracker uses emioapi's defaults; put %s in %s", o.Emioapi, joinNames(), dir)
+		t.note("no calibration in %s: the tracker uses emioapi's defaults; put %s in %s", o.Emioapi, joinNames(), dir)
 	}
 	return nil
 }
@@ -241,42 +257,4 @@ func joinNames() string { return paramsFile + " and " + calibrationFile }
 func exists(p string) bool {
 	_, err := os.Lstat(p)
 	return err == nil
-}
-
-// writeFile writes data to path through a temporary file in its directory,
-// so that a reader never sees half a file and a running binary is replaced,
-// not overwritten.
-func writeFile(path string, data []byte, mode os.FileMode) error {
-	return write(path, mode, func(w io.Writer) error { _, err := w.Write(data); return err })
-}
-
-func writeFrom(path string, r io.Reader, mode os.FileMode) error {
-	return write(path, mode, func(w io.Writer) error { _, err := io.Copy(w, r); return err })
-}
-
-func write(path string, mode os.FileMode, fill func(io.Writer) error) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("install: %w (run as root, or give -root DIR for a staged install)", err)
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("install: %w (run as root, or give -root DIR for a staged install)", err)
-	}
-	tmp := f.Name()
-	err = fill(f)
-	if err == nil {
-		err = f.Chmod(mode)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("install: write %s: %w", path, err)
-	}
-	return nil
 }

@@ -2,6 +2,7 @@ package install
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -67,7 +68,7 @@ func (l lab) options(name string) Options {
 func (l lab) install(t *testing.T, o Options) (*Result, string, error) {
 	t.Helper()
 	var out bytes.Buffer
-	r, err := Install(o, &out)
+	r, err := Install(context.Background(), o, &out)
 	return r, strings.ReplaceAll(out.String(), l.root, "$ROOT"), err
 }
 

@@ -97,22 +97,19 @@ func adapterRules(name, serial string) []byte {
 
 // installAdapterRule writes the adapter's rule when an adapter is found or
 // named; without one the unit runs all the same, and the rule can follow.
-func installAdapterRule(o Options, dst string, say func(string, ...any)) error {
+func installAdapterRule(o Options, dst string, t *txn) error {
 	if exists(dst) && !o.Force {
-		say("kept existing %s (-force overwrites it)", dst)
+		t.note("kept existing %s (-force overwrites it)", dst)
 		return nil
 	}
 	serial, err := AdapterSerial(o.Serial, o.Ports)
 	switch {
 	case errors.Is(err, ErrNoAdapter) || errors.Is(err, ErrManyAdapters):
-		say("no adapter rule written: %v; later: bridge install -print-udev -name %s > %s", err, o.Name, AdapterRulesPath(o.Name))
+		t.note("no adapter rule written: %v; later: bridge install -print-udev -name %s > %s", err, o.Name, AdapterRulesPath(o.Name))
 		return nil
 	case err != nil:
 		return err
 	}
-	if err := writeFile(dst, adapterRules(o.Name, serial), 0o644); err != nil {
-		return err
-	}
-	say("wrote %s (adapter serial %s, /dev/robot-%s)", dst, serial, o.Name)
+	t.write(dst, adapterRules(o.Name, serial), 0o644, fmt.Sprintf("wrote %s (adapter serial %s, /dev/robot-%s)", dst, serial, o.Name))
 	return nil
 }

@@ -60,15 +60,14 @@ func installWith(ctx context.Context, args []string, stdout, stderr io.Writer, p
 	if err != nil {
 		return fmt.Errorf("bridge install: find this binary: %w", err)
 	}
-	res, err := install.Install(install.Options{
+	// All or nothing: an interrupt or a failure leaves the files as they
+	// were (an interrupt exits 130).
+	res, err := install.Install(ctx, install.Options{
 		Root: *root, Name: *name, Binary: bin, Config: *cfg, Force: *force,
-		Emioapi: *emioapi, Serial: *serial, Ports: ports,
+		Emioapi: *emioapi, Serial: *serial, Ports: ports, RunCommands: *runCmds, Stderr: stderr,
 	}, stdout)
-	if err != nil {
+	if err != nil || *runCmds {
 		return err
-	}
-	if *runCmds {
-		return install.Run(ctx, res.Commands, stdout, stderr)
 	}
 	install.PrintCommands(stdout, res.Commands)
 	return nil

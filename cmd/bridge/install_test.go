@@ -100,3 +100,19 @@ func TestInstallCLIUsage(t *testing.T) {
 		t.Errorf("install -help: %d %q", code, stderr)
 	}
 }
+
+// Ctrl-C during bridge install exits 130 and leaves the root as it was:
+// no file, no folder, no temporary file.
+func TestInstallInterruptedCLI(t *testing.T) {
+	root := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the signal came as the install began
+	var out, errb bytes.Buffer
+	code := run(ctx, []string{"install", "-name", "a", "-root", root, "-emioapi", "", "-serial", "FT66WCAW"}, &out, &errb)
+	if code != 130 || !strings.Contains(errb.String(), "nothing was changed") {
+		t.Errorf("exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	if left, _ := os.ReadDir(root); len(left) != 0 {
+		t.Errorf("left in the root: %v", left)
+	}
+}
