@@ -60,6 +60,9 @@ var (
 	ErrBadFrame = errors.New("realsense: unexpected frame")
 	// ErrClosed means the Camera or Lib was already closed.
 	ErrClosed = errors.New("realsense: use of closed camera or library")
+	// ErrBusy means a Camera was used by two goroutines at once (a Read or Close met another
+	// one in progress); the call did nothing. Read and close a camera from one goroutine.
+	ErrBusy = errors.New("realsense: camera in use by another goroutine")
 )
 
 // ExceptionType mirrors rs2_exception_type.

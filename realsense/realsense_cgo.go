@@ -28,6 +28,7 @@ enum { RS2_STREAM_ANY = 0, RS2_STREAM_DEPTH = 1, RS2_STREAM_COLOR = 2 };
 enum { RS2_FORMAT_ANY = 0, RS2_FORMAT_Z16 = 1, RS2_FORMAT_RGB8 = 5, RS2_FORMAT_BGR8 = 6 };
 enum { RS2_CAMERA_INFO_NAME = 0, RS2_CAMERA_INFO_SERIAL_NUMBER = 1, RS2_CAMERA_INFO_FIRMWARE_VERSION = 2 };
 enum { RS2_EXTENSION_DEPTH_SENSOR = 7, RS2_EXTENSION_COMPOSITE_FRAME = 10, RS2_EXTENSION_PLAYBACK = 16 };
+enum { RS2_PLAYBACK_STATUS_STOPPED = 3 };
 
 typedef struct rs2_intrinsics {
 	int width;
@@ -54,6 +55,8 @@ typedef struct rs2_intrinsics {
 	X(const char *, rs2_get_device_info, (const rs2_device *, int, rs2_error **)) \
 	X(int, rs2_is_device_extendable_to, (const rs2_device *, int, rs2_error **)) \
 	X(void, rs2_playback_device_set_real_time, (const rs2_device *, int, rs2_error **)) \
+	X(int, rs2_playback_device_get_current_status, (const rs2_device *, rs2_error **)) \
+	X(void, rs2_playback_device_stop, (const rs2_device *, rs2_error **)) \
 	X(rs2_pipeline *, rs2_create_pipeline, (rs2_context *, rs2_error **)) \
 	X(void, rs2_delete_pipeline, (rs2_pipeline *)) \
 	X(void, rs2_pipeline_stop, (rs2_pipeline *, rs2_error **)) \
@@ -62,6 +65,7 @@ typedef struct rs2_intrinsics {
 	X(void, rs2_config_enable_stream, (rs2_config *, int, int, int, int, int, int, rs2_error **)) \
 	X(void, rs2_config_enable_device, (rs2_config *, const char *, rs2_error **)) \
 	X(void, rs2_config_enable_device_from_file_repeat_option, (rs2_config *, const char *, int, rs2_error **)) \
+	X(rs2_pipeline_profile *, rs2_config_resolve, (rs2_config *, rs2_pipeline *, rs2_error **)) \
 	X(rs2_pipeline_profile *, rs2_pipeline_start_with_config, (rs2_pipeline *, rs2_config *, rs2_error **)) \
 	X(void, rs2_delete_pipeline_profile, (rs2_pipeline_profile *)) \
 	X(rs2_device *, rs2_pipeline_profile_get_device, (rs2_pipeline_profile *, rs2_error **)) \
@@ -157,6 +161,9 @@ static const char *rs_device_info(rs_api *a, rs2_device *d, int info, rs2_error 
 }
 static int rs_is_device_extendable_to(rs_api *a, rs2_device *d, int x, rs2_error **e) { return a->rs2_is_device_extendable_to(d, x, e); }
 static void rs_playback_set_real_time(rs_api *a, rs2_device *d, int rt, rs2_error **e) { a->rs2_playback_device_set_real_time(d, rt, e); }
+static int rs_playback_status(rs_api *a, rs2_device *d, rs2_error **e) { return a->rs2_playback_device_get_current_status(d, e); }
+static void rs_playback_stop(rs_api *a, rs2_device *d, rs2_error **e) { a->rs2_playback_device_stop(d, e); }
+static rs2_pipeline_profile *rs_resolve(rs_api *a, rs2_config *c, rs2_pipeline *p, rs2_error **e) { return a->rs2_config_resolve(c, p, e); }
 static rs2_pipeline *rs_create_pipeline(rs_api *a, rs2_context *c, rs2_error **e) { return a->rs2_create_pipeline(c, e); }
 static void rs_delete_pipeline(rs_api *a, rs2_pipeline *p) { a->rs2_delete_pipeline(p); }
 static void rs_pipeline_stop(rs_api *a, rs2_pipeline *p, rs2_error **e) { a->rs2_pipeline_stop(p, e); }
@@ -312,6 +319,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -503,12 +511,25 @@ func (l *Lib) ListDevices() ([]DeviceInfo, error) {
 	return infos, nil
 }
 
-// Camera is a started pipeline on a camera or a recording. It is not safe for concurrent use.
+// Camera is a started pipeline on a camera or a recording. It is not safe for concurrent use:
+// a Read or Close that meets another one in progress fails with ErrBusy rather than stopping
+// a pipeline under a read (docs/realsense.md §6.5).
 type Camera struct {
-	lib           *Lib
-	pipe          *C.rs2_pipeline
+	lib *Lib
+	// conf outlives the pipeline's start: it holds the resolved profile, which a looped
+	// recording starts again.
+	conf *C.rs2_config
+	pipe *C.rs2_pipeline
+	// dev is the binding's own reference to the device, so that the device is destroyed
+	// when the binding deletes it, after the pipeline, and never inside rs2_pipeline_stop
+	// while the library's playback thread still runs (§6.5).
+	dev           *C.rs2_device
 	info          *C.rs_readinfo
 	cfg           Config
+	playback      bool
+	started       bool
+	pass          int // framesets read since the recording (re)started
+	busy          atomic.Bool
 	width, height int
 	color, depth  Intrinsics
 	units         float32
@@ -516,7 +537,8 @@ type Camera struct {
 
 // OpenCamera starts streaming. For a camera the mode must be 640x480 or 848x480 at 30, 60 or 90
 // fps; colour is requested as BGR8 and depth as Z16. For a recording (Config.PlaybackFile) the
-// file dictates the mode, and RGB8 colour is converted to BGR8 on reading.
+// file dictates the mode, RGB8 colour is converted to BGR8 on reading, and the recording plays
+// as fast as it is read, every frameset in order.
 func (l *Lib) OpenCamera(cfg Config) (*Camera, error) {
 	if l.ctx == nil {
 		return nil, ErrClosed
@@ -541,71 +563,108 @@ func (l *Lib) OpenCamera(cfg Config) (*Camera, error) {
 			return nil, fmt.Errorf("%w: serial %q (%d cameras connected)", ErrNoDevice, cfg.Serial, len(devs))
 		}
 	}
-	var e *C.rs2_error
-	conf := C.rs_create_config(l.api, &e)
-	if err := l.err(e); err != nil {
-		return nil, err
-	}
-	defer C.rs_delete_config(l.api, conf)
-	colorFmt, depthFmt := C.int(C.RS2_FORMAT_BGR8), C.int(C.RS2_FORMAT_Z16)
-	if cfg.PlaybackFile != "" {
-		cfile := C.CString(cfg.PlaybackFile)
-		loop := C.int(0)
-		if cfg.Loop {
-			loop = 1
+	c := &Camera{lib: l, cfg: cfg, playback: cfg.PlaybackFile != ""}
+	c.info = (*C.rs_readinfo)(C.calloc(1, C.size_t(unsafe.Sizeof(C.rs_readinfo{}))))
+	if err := c.open(); err != nil {
+		if serr := c.shutdown(); serr != nil {
+			err = errors.Join(err, serr)
 		}
-		C.rs_enable_file(l.api, conf, cfile, loop, &e)
-		C.free(unsafe.Pointer(cfile))
-		if err := l.err(e); err != nil {
-			return nil, err
-		}
-		colorFmt = C.RS2_FORMAT_ANY // the recording's own format, RGB8 or BGR8
-	} else if cfg.Serial != "" {
-		cs := C.CString(cfg.Serial)
-		C.rs_enable_device(l.api, conf, cs, &e)
-		C.free(unsafe.Pointer(cs))
-		if err := l.err(e); err != nil {
-			return nil, err
-		}
-	}
-	w, h, fps := C.int(cfg.Width), C.int(cfg.Height), C.int(cfg.FPS)
-	if cfg.Color {
-		C.rs_enable_stream(l.api, conf, C.RS2_STREAM_COLOR, w, h, colorFmt, fps, &e)
-		if err := l.err(e); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.Depth {
-		C.rs_enable_stream(l.api, conf, C.RS2_STREAM_DEPTH, w, h, depthFmt, fps, &e)
-		if err := l.err(e); err != nil {
-			return nil, err
-		}
-	}
-	pipe := C.rs_create_pipeline(l.api, l.ctx, &e)
-	if err := l.err(e); err != nil {
-		return nil, err
-	}
-	prof := C.rs_start(l.api, pipe, conf, &e)
-	if err := l.err(e); err != nil {
-		C.rs_delete_pipeline(l.api, pipe)
-		return nil, err
-	}
-	c := &Camera{lib: l, pipe: pipe, cfg: cfg}
-	err := c.describe(prof)
-	C.rs_delete_profile(l.api, prof)
-	if err != nil {
-		c.stop()
+		C.free(unsafe.Pointer(c.info))
 		return nil, err
 	}
 	if c.cfg.Timeout == 0 {
 		c.cfg.Timeout = DefaultTimeout
 	}
-	c.info = (*C.rs_readinfo)(C.calloc(1, C.size_t(unsafe.Sizeof(C.rs_readinfo{}))))
 	return c, nil
 }
 
-// describe reads the streams' intrinsics and the depth scale from the started profile, and
-// turns playback real-time pacing off so that a recording plays as fast as it is read.
+// open configures the streams, resolves the configuration to its device, turns real-time
+// playback off before the first frame is read, and starts the pipeline. On failure the caller
+// runs shutdown.
+func (c *Camera) open() error {
+	l, cfg := c.lib, c.cfg
+	var e *C.rs2_error
+	c.conf = C.rs_create_config(l.api, &e)
+	if err := l.err(e); err != nil {
+		c.conf = nil
+		return err
+	}
+	colorFmt, depthFmt := C.int(C.RS2_FORMAT_BGR8), C.int(C.RS2_FORMAT_Z16)
+	if c.playback {
+		cfile := C.CString(cfg.PlaybackFile)
+		// Never the library's repeat: it restarts the streams from its own thread without
+		// the pipeline's lock, racing a stop (§6.5). Read rewinds a looped recording itself.
+		C.rs_enable_file(l.api, c.conf, cfile, 0, &e)
+		C.free(unsafe.Pointer(cfile))
+		if err := l.err(e); err != nil {
+			return err
+		}
+		colorFmt = C.RS2_FORMAT_ANY // the recording's own format, RGB8 or BGR8
+	} else if cfg.Serial != "" {
+		cs := C.CString(cfg.Serial)
+		C.rs_enable_device(l.api, c.conf, cs, &e)
+		C.free(unsafe.Pointer(cs))
+		if err := l.err(e); err != nil {
+			return err
+		}
+	}
+	w, h, fps := C.int(cfg.Width), C.int(cfg.Height), C.int(cfg.FPS)
+	if cfg.Color {
+		C.rs_enable_stream(l.api, c.conf, C.RS2_STREAM_COLOR, w, h, colorFmt, fps, &e)
+		if err := l.err(e); err != nil {
+			return err
+		}
+	}
+	if cfg.Depth {
+		C.rs_enable_stream(l.api, c.conf, C.RS2_STREAM_DEPTH, w, h, depthFmt, fps, &e)
+		if err := l.err(e); err != nil {
+			return err
+		}
+	}
+	c.pipe = C.rs_create_pipeline(l.api, l.ctx, &e)
+	if err := l.err(e); err != nil {
+		c.pipe = nil
+		return err
+	}
+	// Resolving first gives the device before any frame flows; the start below reuses
+	// the profile the config cached.
+	prof := C.rs_resolve(l.api, c.conf, c.pipe, &e)
+	if err := l.err(e); err != nil {
+		return err
+	}
+	c.dev = C.rs_profile_device(l.api, prof, &e)
+	C.rs_delete_profile(l.api, prof)
+	if err := l.err(e); err != nil {
+		c.dev = nil
+		return err
+	}
+	if c.playback {
+		pb := C.rs_is_device_extendable_to(l.api, c.dev, C.RS2_EXTENSION_PLAYBACK, &e)
+		if err := l.err(e); err != nil {
+			return err
+		}
+		if pb == 0 {
+			return fmt.Errorf("%w: playback file %q did not open as a recording; give a .bag or .db3 file that librealsense recorded",
+				ErrBadConfig, cfg.PlaybackFile)
+		}
+		// Off before the start: a real-time playback thread drops framesets a slow reader
+		// misses, and one switched while it runs has already dropped some.
+		C.rs_playback_set_real_time(l.api, c.dev, 0, &e)
+		if err := l.err(e); err != nil {
+			return err
+		}
+	}
+	prof = C.rs_start(l.api, c.pipe, c.conf, &e)
+	if err := l.err(e); err != nil {
+		return err
+	}
+	c.started = true
+	err := c.describe(prof)
+	C.rs_delete_profile(l.api, prof)
+	return err
+}
+
+// describe reads the streams' intrinsics and the depth scale from the started profile.
 func (c *Camera) describe(prof *C.rs2_pipeline_profile) error {
 	l := c.lib
 	var e *C.rs2_error
@@ -646,25 +705,8 @@ func (c *Camera) describe(prof *C.rs2_pipeline_profile) error {
 	} else {
 		c.width, c.height = c.color.Width, c.color.Height
 	}
-	dev := C.rs_profile_device(l.api, prof, &e)
-	if err := l.err(e); err != nil {
-		return err
-	}
-	defer C.rs_delete_device(l.api, dev)
-	if c.cfg.PlaybackFile != "" {
-		pb := C.rs_is_device_extendable_to(l.api, dev, C.RS2_EXTENSION_PLAYBACK, &e)
-		if err := l.err(e); err != nil {
-			return err
-		}
-		if pb != 0 {
-			C.rs_playback_set_real_time(l.api, dev, 0, &e)
-			if err := l.err(e); err != nil {
-				return err
-			}
-		}
-	}
 	if c.cfg.Depth {
-		c.units = float32(C.rs_depth_scale(l.api, dev, &e))
+		c.units = float32(C.rs_depth_scale(l.api, c.dev, &e))
 		if err := l.err(e); err != nil {
 			return err
 		}
@@ -711,10 +753,15 @@ func (c *Camera) NewFrame() *Frame {
 const pollSlice = 100 * time.Millisecond
 
 // Read waits for the next frameset and copies it into f, whose buffers must hold a whole frame.
-// It returns ErrTimeout after Config.Timeout without a frameset (also at the end of a
-// recording), ctx's error if ctx ends first, and an error matching ErrDisconnected when the
-// library reports the camera gone. Read allocates nothing.
+// It returns ErrTimeout after Config.Timeout without a frameset, and at once at the end of a
+// recording played once (a looped one starts again); ctx's error if ctx ends first; an error
+// matching ErrDisconnected when the library reports the camera gone; ErrBusy if another Read
+// or Close is in progress. Read allocates nothing.
 func (c *Camera) Read(ctx context.Context, f *Frame) error {
+	if !c.busy.CompareAndSwap(false, true) {
+		return ErrBusy
+	}
+	defer c.busy.Store(false)
 	if c.pipe == nil {
 		return ErrClosed
 	}
@@ -742,14 +789,31 @@ func (c *Camera) Read(ctx context.Context, f *Frame) error {
 		if d, ok := ctx.Deadline(); ok {
 			wait = max(min(wait, time.Until(d)), time.Millisecond)
 		}
+		ended, err := c.ended()
+		if err != nil {
+			return err
+		}
+		if ended {
+			// Everything the recording delivers is queued once its playback thread has
+			// stopped: look without waiting.
+			wait = 0
+		}
 		rc := C.rs_read(c.lib.api, c.pipe, C.uint(wait/time.Millisecond), C.int(c.width), C.int(c.height), color, depth, c.info)
 		switch rc {
 		case C.RS_TIMEOUT:
+			if !ended {
+				continue
+			}
+			if !c.cfg.Loop {
+				return fmt.Errorf("%w: the recording %s has ended", ErrTimeout, c.cfg.PlaybackFile)
+			}
+			if err := c.rewind(); err != nil {
+				return err
+			}
+			deadline = time.Now().Add(c.cfg.Timeout)
 			continue
 		case C.RS_ERROR:
-			e := c.info.err
-			c.info.err = nil
-			return c.lib.err(e)
+			return c.takeErr()
 		case C.RS_BAD_FRAME:
 			in := c.info
 			return fmt.Errorf("%w: stream %d format %d size %dx%d, want %dx%d Z16 depth or BGR8/RGB8 colour",
@@ -759,6 +823,7 @@ func (c *Camera) Read(ctx context.Context, f *Frame) error {
 			// streams start): wait for a complete one.
 			continue
 		}
+		c.pass++
 		in := c.info
 		f.Width, f.Height = c.width, c.height
 		f.ColorFrameNumber = uint64(in.color_number)
@@ -771,24 +836,94 @@ func (c *Camera) Read(ctx context.Context, f *Frame) error {
 	}
 }
 
-func (c *Camera) stop() {
-	var e *C.rs2_error
-	C.rs_pipeline_stop(c.lib.api, c.pipe, &e)
-	_ = c.lib.err(e) // stopping a pipeline that failed to start reports an error worth nothing
-	C.rs_delete_pipeline(c.lib.api, c.pipe)
-	c.pipe = nil
+// ended reports whether a recording has played to its end. The playback device reports
+// STOPPED both before its thread has taken the start and after the last frameset, so only
+// a pass that delivered a frameset can have ended.
+func (c *Camera) ended() (bool, error) {
+	if !c.playback || c.pass == 0 {
+		return false, nil
+	}
+	st := C.rs_playback_status(c.lib.api, c.dev, &c.info.err)
+	if err := c.takeErr(); err != nil {
+		return false, err
+	}
+	return st == C.RS2_PLAYBACK_STATUS_STOPPED, nil
 }
 
-// Close stops the pipeline and frees it.
+// takeErr returns and clears the error left in c.info by a call of the read path, which
+// passes &c.info.err (C memory) so that Read allocates nothing.
+func (c *Camera) takeErr() error {
+	e := c.info.err
+	c.info.err = nil
+	return c.lib.err(e)
+}
+
+// halt stops the pipeline, then waits for the playback thread: rs2_pipeline_stop only queues
+// the device's own stop on that thread, and rs2_playback_device_stop queues one more and
+// returns once the thread has run both, so nothing of the device runs after halt.
+func (c *Camera) halt() error {
+	var err error
+	if c.started {
+		c.started = false
+		C.rs_pipeline_stop(c.lib.api, c.pipe, &c.info.err)
+		err = c.takeErr()
+	}
+	if c.playback && c.dev != nil {
+		C.rs_playback_stop(c.lib.api, c.dev, &c.info.err)
+		if perr := c.takeErr(); perr != nil && err == nil {
+			err = perr
+		}
+	}
+	return err
+}
+
+// rewind plays a looped recording again from its start on the caller's thread: the stop of
+// Close, then a start from the config's resolved profile, on the same device.
+func (c *Camera) rewind() error {
+	if err := c.halt(); err != nil {
+		return err
+	}
+	prof := C.rs_start(c.lib.api, c.pipe, c.conf, &c.info.err)
+	if err := c.takeErr(); err != nil {
+		return err
+	}
+	C.rs_delete_profile(c.lib.api, prof)
+	c.started = true
+	c.pass = 0
+	return nil
+}
+
+// shutdown stops and frees in the one order that keeps the library's threads off freed
+// memory (§6.5): halt (the pipeline stopped, the playback thread idle), then the pipeline
+// (releasing any frameset still queued while its device lives), the config, and last the
+// binding's device reference, whose deletion destroys an idle device.
+func (c *Camera) shutdown() error {
+	err := c.halt()
+	if c.pipe != nil {
+		C.rs_delete_pipeline(c.lib.api, c.pipe)
+		c.pipe = nil
+	}
+	if c.conf != nil {
+		C.rs_delete_config(c.lib.api, c.conf)
+		c.conf = nil
+	}
+	if c.dev != nil {
+		C.rs_delete_device(c.lib.api, c.dev)
+		c.dev = nil
+	}
+	return err
+}
+
+// Close stops the streams and frees the pipeline; a second Close returns ErrClosed.
 func (c *Camera) Close() error {
+	if !c.busy.CompareAndSwap(false, true) {
+		return ErrBusy
+	}
+	defer c.busy.Store(false)
 	if c.pipe == nil {
 		return ErrClosed
 	}
-	var e *C.rs2_error
-	C.rs_pipeline_stop(c.lib.api, c.pipe, &e)
-	err := c.lib.err(e)
-	C.rs_delete_pipeline(c.lib.api, c.pipe)
-	c.pipe = nil
+	err := c.shutdown()
 	C.free(unsafe.Pointer(c.info))
 	c.info = nil
 	return err
