@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -29,11 +30,24 @@ func TestSimPageInChromium(t *testing.T) {
 	sim.Dir = t.TempDir() // no ./bridge.toml: the embedded default
 	sim.Env = append(os.Environ(), "BRIDGE_TEST_MAIN=1", "BRIDGE_TEST_ARGS=sim -ephemeral -metrics=127.0.0.1:0")
 	sim.Stdout, sim.Stderr = &out, &errb
-	if err := sim.Start(); err != nil {
+	// Killed if the test binary dies: a test timeout's panic runs no
+	// cleanup, and an orphaned bridge would load the machine for ever.
+	sim.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	started, exited := make(chan error, 1), make(chan error, 1)
+	go func() {
+		// The death signal follows the thread that started the process:
+		// this goroutine keeps that thread until the bridge has exited.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		err := sim.Start()
+		started <- err
+		if err == nil {
+			exited <- sim.Wait()
+		}
+	}()
+	if err := <-started; err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- sim.Wait() }()
 	stopped := false
 	t.Cleanup(func() {
 		if !stopped {
@@ -76,13 +90,26 @@ func TestSimPageInChromium(t *testing.T) {
 			t.Fatalf("the page never showed %s: %v\nit shows:\n%s\nbridge's log:\n%s", what, err, text, errb.String())
 		}
 	}
-	// A busy machine can degrade a link for a moment: each link is
-	// waited for on its own, until the page shows it running with
-	// exchanges counted (its seq stat).
+	// A busy machine can degrade a link for a moment, between two looks
+	// of the test: the page itself records, as it renders each snapshot,
+	// every link it has shown running with exchanges counted (its seq).
+	waitFor("its link cards' place", `document.getElementById("links")`)
+	if err := b.Eval(ctx, `(() => {
+  window.shownRunning = new Set();
+  const look = () => {
+    for (const c of document.querySelectorAll("#links .card")) {
+      const kind = c.querySelector(".kind")?.textContent, badge = c.querySelector(".badge")?.textContent;
+      const seq = [...c.querySelectorAll(".stat")].find(s => s.querySelector(".k").textContent === "seq");
+      if (badge === "running" && parseFloat(seq?.querySelector(".v").textContent) > 0) shownRunning.add(kind);
+    }
+  };
+  new MutationObserver(look).observe(document.getElementById("links"), {subtree: true, childList: true, characterData: true});
+  look();
+})()`, nil); err != nil {
+		t.Fatal(err)
+	}
 	for _, kind := range []string{"emio", "meca500", "vrep"} {
-		card := `[...document.querySelectorAll(".card")].find(c => c.querySelector(".kind").textContent === "` + kind + `")`
-		seq := `parseFloat([...` + card + `.querySelectorAll(".stat")].find(s => s.querySelector(".k").textContent === "seq").querySelector(".v").textContent)`
-		waitFor("a "+kind+" link running", card+`?.querySelector(".badge").textContent === "running" && `+seq+` > 0`)
+		waitFor("a "+kind+" link running", `shownRunning.has("`+kind+`")`)
 	}
 	// The camera renders the simulated robot, and its thumbnail loads whole.
 	waitFor("the camera's thumbnail", `document.querySelector(".thumb img")?.naturalWidth > 0`)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"sync"
 	"syscall"
 	"testing"
@@ -97,17 +98,28 @@ func Start(t testing.TB, args ...string) *Browser {
 	b := &Browser{cmd: cmd, exited: make(chan struct{}), stderr: newStderrTail(), pending: map[int64]chan reply{}, dead: make(chan struct{})}
 	cmd.Stderr = b.stderr
 	// Its own process group, so that the renderers and helpers it starts
-	// are killed with it; and killed if the test binary dies.
+	// are killed with it; and killed if the test binary dies (a test
+	// timeout's panic runs no cleanup).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// A helper that outlived the kill would hold stderr open for ever.
 	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Start(); err != nil {
+	started := make(chan error, 1)
+	go func() {
+		// The death signal follows the thread that started the process:
+		// this goroutine keeps that thread until Chromium has exited, so
+		// that no other goroutine ending locked to it takes Chromium along.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		defer close(b.exited)
+		err := cmd.Start()
+		started <- err
+		if err == nil {
+			cmd.Wait()
+		}
+	}()
+	if err := <-started; err != nil {
 		t.Fatalf("headless: starting %s: %v", bin, err)
 	}
-	go func() {
-		cmd.Wait()
-		close(b.exited)
-	}()
 	t.Cleanup(b.close)
 
 	ctx, cancel := context.WithTimeout(t.Context(), startTimeout)
