@@ -5,6 +5,7 @@ package realsense
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -20,14 +21,14 @@ import (
 func recordMoving(t *testing.T, frames int) string {
 	t.Helper()
 	dir := t.TempDir()
-	var path string
-	var out []byte
-	var err error
-	// librealsense 2.59 records ROS 2 .db3 files, earlier versions ROS 1 .bag.
+	var failures []string
+	// librealsense 2.59 records ROS 2 .db3 files, earlier versions ROS 1 .bag:
+	// each attempt's output is kept, since the last one alone can hide why
+	// the right one failed.
 	for _, ext := range []string{".db3", ".bag"} {
-		path = filepath.Join(dir, "moving"+ext)
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		out, err = exec.CommandContext(ctx, "python3", "testdata/record_moving.py", path, strconv.Itoa(frames)).CombinedOutput()
+		path := filepath.Join(dir, "moving"+ext)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		out, err := exec.CommandContext(ctx, "python3", "testdata/record_moving.py", path, strconv.Itoa(frames)).CombinedOutput()
 		cancel()
 		if err == nil {
 			return path
@@ -35,8 +36,9 @@ func recordMoving(t *testing.T, frames int) string {
 		if strings.Contains(string(out), "No module named") {
 			testutil.RequirePeer(t, "python3 with pyrealsense2 and numpy", "pip install pyrealsense2 numpy", errors.New(strings.TrimSpace(lastLine(out))))
 		}
+		failures = append(failures, fmt.Sprintf("%s: %v\n%s", ext, err, out))
 	}
-	t.Fatalf("recording with librealsense2 failed: %v\n%s", err, out)
+	t.Fatalf("recording with librealsense2 failed:\n%s", strings.Join(failures, "\n"))
 	return ""
 }
 
