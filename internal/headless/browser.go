@@ -208,6 +208,9 @@ func (b *Browser) read() {
 	}
 }
 
+// writeTimeout bounds sending one command.
+const writeTimeout = time.Minute
+
 // call sends one DevTools command, to the page's session unless session is
 // "", and decodes its result into result (nil: ignored).
 func (b *Browser) call(ctx context.Context, session, method string, params, result any) error {
@@ -230,8 +233,13 @@ func (b *Browser) call(ctx context.Context, session, method string, params, resu
 	if err != nil {
 		return fmt.Errorf("headless: %s: %w", method, err)
 	}
-	deadline, _ := ctx.Deadline()
-	if err := b.ws.WriteText(p, deadline); err != nil {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("headless: %s: %w", method, err)
+	}
+	// Not ctx's deadline: a write cut in the middle of a frame would
+	// spoil the connection for the calls after this one. A write on
+	// loopback takes no time; only a hung browser reaches this bound.
+	if err := b.ws.WriteText(p, time.Now().Add(writeTimeout)); err != nil {
 		return fmt.Errorf("headless: %s: %w", method, err)
 	}
 	select {
