@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -40,23 +41,38 @@ func TestStressOpenStreamStop(t *testing.T) {
 	start := time.Now()
 	for i := range cycles {
 		mode := i % 4
+		// The timeout is never what ends a read here: the end of the recording
+		// is reported as soon as it is reached, and a looped one rewinds.
 		cfg := Config{PlaybackFile: fixture, Color: true, Depth: true, Loop: mode == 3, Timeout: 30 * time.Second}
-		if mode == 2 {
-			// Reading past the end waits this long for nothing.
-			cfg.Timeout = 200 * time.Millisecond
-		}
 		cam, err := lib.OpenCamera(cfg)
 		if err != nil {
 			t.Fatalf("cycle %d: open: %v", i, err)
 		}
 		f := cam.NewFrame()
 		switch mode {
-		case 1, 3:
-			if err := cam.Read(ctx, f); err != nil && !(mode == 1 && errors.Is(err, ErrTimeout)) {
+		case 1:
+			if err := cam.Read(ctx, f); err != nil {
 				t.Fatalf("cycle %d: read: %v", i, err)
 			}
 		case 2:
-			for cam.Read(ctx, f) == nil {
+			err := cam.Read(ctx, f)
+			for err == nil {
+				err = cam.Read(ctx, f)
+			}
+			if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "has ended") {
+				t.Fatalf("cycle %d: read past the end: %v, want the end of the recording", i, err)
+			}
+		case 3:
+			// The fixture holds one frameset: the second read is the rewound recording's.
+			if err := cam.Read(ctx, f); err != nil {
+				t.Fatalf("cycle %d: read: %v", i, err)
+			}
+			first := f.FrameNumber
+			if err := cam.Read(ctx, f); err != nil {
+				t.Fatalf("cycle %d: read after the rewind: %v", i, err)
+			}
+			if f.FrameNumber != first {
+				t.Fatalf("cycle %d: the rewound recording starts at frame #%d, want #%d again", i, f.FrameNumber, first)
 			}
 		}
 		if err := cam.Close(); err != nil {
@@ -67,4 +83,27 @@ func TestStressOpenStreamStop(t *testing.T) {
 		}
 	}
 	t.Logf("%d cycles in %v", cycles, time.Since(start).Round(time.Millisecond))
+}
+
+// A camera claimed by a Read or Close in progress refuses another call
+// instead of stopping the pipeline under it.
+func TestBusyCameraRefusesCalls(t *testing.T) {
+	needFixture(t)
+	lib := loadLib(t)
+	cam := openPlayback(t, lib, Config{Color: true, Depth: true})
+	f := cam.NewFrame()
+	cam.busy.Store(true) // as a Read on another goroutine would
+	if err := cam.Read(context.Background(), f); !errors.Is(err, ErrBusy) {
+		t.Errorf("Read of a busy camera: %v, want ErrBusy", err)
+	}
+	if err := cam.Close(); !errors.Is(err, ErrBusy) {
+		t.Errorf("Close of a busy camera: %v, want ErrBusy", err)
+	}
+	cam.busy.Store(false)
+	if err := cam.Read(context.Background(), f); err != nil {
+		t.Errorf("Read once free: %v", err)
+	}
+	if err := cam.Close(); err != nil {
+		t.Errorf("Close once free: %v", err)
+	}
 }
