@@ -528,7 +528,7 @@ type Camera struct {
 	cfg           Config
 	playback      bool
 	started       bool
-	pass          int // framesets read since the recording (re)started
+	pass          int // framesets, complete or not, delivered since the recording (re)started
 	busy          atomic.Bool
 	width, height int
 	color, depth  Intrinsics
@@ -820,7 +820,8 @@ func (c *Camera) Read(ctx context.Context, f *Frame) error {
 				ErrBadFrame, in.bad_stream, in.bad_format, in.bad_width, in.bad_height, c.width, c.height)
 		case C.RS_INCOMPLETE:
 			// A frameset without every requested stream (the syncer may emit one while the
-			// streams start): wait for a complete one.
+			// streams start): wait for a complete one. It still shows the recording playing.
+			c.pass++
 			continue
 		}
 		c.pass++
@@ -838,7 +839,8 @@ func (c *Camera) Read(ctx context.Context, f *Frame) error {
 
 // ended reports whether a recording has played to its end. The playback device reports
 // STOPPED both before its thread has taken the start and after the last frameset, so only
-// a pass that delivered a frameset can have ended.
+// a pass that delivered a frameset can have ended. A recording whose every frameset lacked
+// a stream (the syncer can split the first one) thus ends too, and a looped one rewinds.
 func (c *Camera) ended() (bool, error) {
 	if !c.playback || c.pass == 0 {
 		return false, nil

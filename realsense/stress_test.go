@@ -51,7 +51,9 @@ func TestStressOpenStreamStop(t *testing.T) {
 		f := cam.NewFrame()
 		switch mode {
 		case 1:
-			if err := cam.Read(ctx, f); err != nil {
+			// The syncer can split the fixture's only frameset in two, each
+			// lacking a stream: the recording then ends without a complete one.
+			if err := cam.Read(ctx, f); err != nil && !errors.Is(err, ErrTimeout) {
 				t.Fatalf("cycle %d: read: %v", i, err)
 			}
 		case 2:
