@@ -10,12 +10,25 @@ import (
 // KB, and the TOML decoder's memory grows with what it is given.
 const MaxFileSize = 1 << 20
 
-// MaxNesting bounds how deep arrays and inline tables nest, and how many
-// parts a dotted key or [table] name has (each part is a table deeper). The
-// decoder's memory grows with the square of the depth: 80 KB of nested
-// inline tables took 19 GB and three minutes, and a [table] name of 100,000
-// parts (200 KB) more than 6 GB in three seconds.
+// MaxNesting bounds how deep arrays and inline tables nest. The decoder's
+// memory grows with the square of the depth: 80 KB of nested inline tables
+// took 19 GB and three minutes.
 const MaxNesting = 32
+
+// MaxKeyParts bounds the parts of a dotted key or [table] name, each a table
+// deeper: a [table] name of 100,000 parts (200 KB) took more than 6 GB in
+// three seconds. bridge.toml's deepest is link.partner.controller.
+const MaxKeyParts = 8
+
+// MaxKeys bounds the keys and [table] names of a file: the decoder keeps a
+// few hundred bytes for each (1 MiB of short dotted keys took 800 MB).
+// bridge.toml has about 150.
+const MaxKeys = 16384
+
+// MaxLinks bounds the [[link]] tables: each link is a thread, five sockets
+// and a partner; 10,000 links (a 1 MiB file) took 16,000 files and 670 MB
+// before failing. bridge bench links runs at most as many.
+const MaxLinks = 256
 
 // tooLarge is the error of a file over MaxFileSize; size < 0 is unknown.
 func tooLarge(size int64) error {
@@ -50,19 +63,29 @@ func readBounded(path string) ([]byte, error) {
 
 // checkBounds refuses, before the TOML decoder sees it, a document larger
 // than MaxFileSize, whose arrays and inline tables nest deeper than
-// MaxNesting, or with a dotted key or [table] name of more than MaxNesting
-// parts. It is one linear pass that knows TOML's comments and its four
-// kinds of strings well enough not to count a bracket or a dot inside them;
-// what it lets through the decoder still checks.
+// MaxNesting, with a dotted key or [table] name of more than MaxKeyParts
+// parts, or with more than MaxKeys keys and [table] names. It is one linear
+// pass that knows TOML's comments and its four kinds of strings well enough
+// not to count a bracket, a dot or an equals sign inside them; what it lets
+// through the decoder still checks.
 func checkBounds(data []byte) error {
 	if len(data) > MaxFileSize {
 		return tooLarge(int64(len(data)))
 	}
 	// dots counts the dots of the dotted run (bare or quoted parts, blanks
 	// and dots) that ends at i; a value has at most one (1.5, 00:00:00.5).
-	depth, line, dots := 0, 1, 0
+	// A key is counted at its '=', a [table] name at its line's first '['.
+	depth, line, dots, keys, lineStart := 0, 1, 0, 0, true
 	for i := 0; i < len(data); i++ {
-		switch c := data[i]; c {
+		c := data[i]
+		if lineStart && c == '[' && depth == 0 || c == '=' {
+			keys++
+			if keys > MaxKeys {
+				return fmt.Errorf("%w: line %d: more than %d keys and [table] names; a bridge configuration has a few hundred: give the path of a bridge.toml", ErrConfig, line, MaxKeys)
+			}
+		}
+		lineStart = lineStart && (c == ' ' || c == '\t') || c == '\n'
+		switch c {
 		case '\n':
 			line++
 			dots = 0
@@ -79,8 +102,8 @@ func checkBounds(data []byte) error {
 			i, line = skipString(data, i+1, c, multi, line)
 		case '.':
 			dots++
-			if dots >= MaxNesting {
-				return fmt.Errorf("%w: line %d: a dotted key or [table] name of more than %d parts; a bridge configuration's keys have at most %d: look for a long a.b.c… on that line", ErrConfig, line, MaxNesting, MaxNesting)
+			if dots >= MaxKeyParts {
+				return fmt.Errorf("%w: line %d: a dotted key or [table] name of more than %d parts; a bridge configuration's keys have at most %d parts, like [link.partner.controller]: look for a long a.b.c… on that line", ErrConfig, line, MaxKeyParts, MaxKeyParts)
 			}
 		case ' ', '\t':
 		case '[', '{':
@@ -97,6 +120,16 @@ func checkBounds(data []byte) error {
 				dots = 0
 			}
 		}
+	}
+	return nil
+}
+
+// checkLinks refuses more than MaxLinks [[link]] tables in the decoded
+// file, before any of them is decoded or built.
+func checkLinks(raw map[string]any) error {
+	links, _ := raw["link"].([]map[string]any)
+	if len(links) > MaxLinks {
+		return fmt.Errorf("%w: %d [[link]] tables: want at most %d links in one bridge; run several bridges, each with its own configuration and metrics port", ErrConfig, len(links), MaxLinks)
 	}
 	return nil
 }

@@ -94,9 +94,9 @@ func TestDottedKeyBombRefused(t *testing.T) {
 		"blanks":           func(n int) []byte { return dottedBomb(n, " . ", "'a'", "[", "]\n") },
 		"inline table key": func(n int) []byte { return dottedBomb(n, ".", "a", "x = {", " = 1}\n") },
 	}
-	want := "config: invalid configuration: line 1: a dotted key or [table] name of more than 32 parts"
+	want := "config: invalid configuration: line 1: a dotted key or [table] name of more than 8 parts"
 	for name, bomb := range bombs {
-		for _, parts := range []int{MaxNesting + 1, 100000} {
+		for _, parts := range []int{MaxKeyParts + 1, 100000} {
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			_, err := ParseConfig(bomb(parts))
@@ -109,8 +109,8 @@ func TestDottedKeyBombRefused(t *testing.T) {
 			}
 		}
 		// At the limit the decoder gets the file.
-		if err := checkBounds(bomb(MaxNesting)); err != nil {
-			t.Errorf("%s of %d parts: %v", name, MaxNesting, err)
+		if err := checkBounds(bomb(MaxKeyParts)); err != nil {
+			t.Errorf("%s of %d parts: %v", name, MaxKeyParts, err)
 		}
 	}
 	// Arrays of tables a part deeper on each line, 200 KB of them.
@@ -118,12 +118,12 @@ func TestDottedKeyBombRefused(t *testing.T) {
 	for k := "a"; deep.Len() < 200<<10; k += ".a" {
 		deep.WriteString("[[" + k + "]]\n")
 	}
-	if _, err := ParseConfig([]byte(deep.String())); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "line 33: a dotted key") {
-		t.Errorf("arrays of tables deeper on each line: got %v, want line 33 (33 parts) refused", err)
+	if _, err := ParseConfig([]byte(deep.String())); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "line 9: a dotted key") {
+		t.Errorf("arrays of tables deeper on each line: got %v, want line 9 (9 parts) refused", err)
 	}
 	// Dots in values, strings and comments are not parts.
 	const link = "[[link]]\nname = \"a\"\n"
-	dots := strings.Repeat("a.", MaxNesting)
+	dots := strings.Repeat("a.", MaxKeyParts)
 	for _, doc := range []string{
 		link + "# " + dots + "\n",
 		link + "window_margin = \"" + dots + "\"\n",
@@ -136,6 +136,75 @@ func TestDottedKeyBombRefused(t *testing.T) {
 		if err := checkBounds([]byte(doc)); err != nil {
 			t.Errorf("%q: %v", doc, err)
 		}
+	}
+}
+
+// 1 MiB of short keys or [table] names at the part limit took the decoder
+// 400 to 800 MB: more than MaxKeys of them are refused before it runs.
+func TestManyKeysRefused(t *testing.T) {
+	fill := func(entry func(i int) string) []byte {
+		var b strings.Builder
+		for i := 0; ; i++ {
+			e := entry(i)
+			if b.Len()+len(e) > MaxFileSize {
+				return []byte(b.String())
+			}
+			b.WriteString(e)
+		}
+	}
+	parts := strings.Repeat(".a", MaxKeyParts-1)
+	bombs := map[string][]byte{
+		"keys":       fill(func(i int) string { return fmt.Sprintf("k%d%s = 1\n", i, parts) }),
+		"[tables]":   fill(func(i int) string { return fmt.Sprintf("[t%d%s]\n", i, parts) }),
+		"[[arrays]]": fill(func(i int) string { return fmt.Sprintf("[[t%d%s]]\n", i, parts) }),
+		"flat keys":  fill(func(i int) string { return fmt.Sprintf("k%d = 1\n", i) }),
+		"inline tables": fill(func(i int) string {
+			if i == 0 {
+				return "a = ["
+			}
+			return "{a=1},"
+		}),
+	}
+	want := fmt.Sprintf("more than %d keys and [table] names", MaxKeys)
+	for name, doc := range bombs {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := ParseConfig(doc)
+		runtime.ReadMemStats(&after)
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), want) {
+			t.Errorf("1 MiB of %s: got %v, want %s", name, err, want)
+		}
+		if n := after.TotalAlloc - before.TotalAlloc; n > 16<<20 {
+			t.Errorf("1 MiB of %s: refusing allocated %d MB", name, n>>20)
+		}
+	}
+	// Values, strings, comments and arrays of arrays are no keys.
+	doc := "[[link]]\nname = \"a\"\n" + strings.Repeat("# a = 1\n", MaxKeys) +
+		"x = [" + strings.Repeat("[1],\n", MaxKeys) + "]\n" +
+		"y = \"\"\"\n" + strings.Repeat("b = 2\n", MaxKeys) + "\"\"\"\n"
+	if err := checkBounds([]byte(doc)); err != nil {
+		t.Errorf("no keys but three: %v", err)
+	}
+}
+
+// More than MaxLinks links are refused before any is decoded: 10,000 took
+// 16,000 files and 670 MB in bridge sim before failing.
+func TestManyLinksRefused(t *testing.T) {
+	link := func(i int) string {
+		return fmt.Sprintf("[[link]]\nname = \"l%d\"\n[link.udp]\nbind = \"127.0.0.1:0\"\nlisten = \"127.0.0.1:0\"\n[link.plant]\nkind = \"sim\"\n", i)
+	}
+	var b strings.Builder
+	for i := range MaxLinks {
+		b.WriteString(link(i))
+	}
+	c, err := ParseConfig([]byte(b.String()))
+	if err != nil || len(c.Links) != MaxLinks {
+		t.Fatalf("%d links: %v", MaxLinks, err)
+	}
+	b.WriteString(link(MaxLinks))
+	want := fmt.Sprintf("config: invalid configuration: %d [[link]] tables: want at most %d links in one bridge", MaxLinks+1, MaxLinks)
+	if _, err := ParseConfig([]byte(b.String())); !errors.Is(err, ErrConfig) || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("got %v, want %s", err, want)
 	}
 }
 

@@ -221,6 +221,9 @@ func ParseConfig(data []byte) (*Config, error) {
 	if _, err := toml.Decode(string(data), &raw); err != nil {
 		return nil, decodeError(err)
 	}
+	if err := checkLinks(raw); err != nil {
+		return nil, err
+	}
 	if errs, stop := rawChecks(raw); stop {
 		return nil, capErrors(errs)
 	} else if len(errs) > 0 {
