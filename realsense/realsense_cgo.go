@@ -57,6 +57,7 @@ typedef struct rs2_intrinsics {
 	X(void, rs2_playback_device_set_real_time, (const rs2_device *, int, rs2_error **)) \
 	X(int, rs2_playback_device_get_current_status, (const rs2_device *, rs2_error **)) \
 	X(void, rs2_playback_device_stop, (const rs2_device *, rs2_error **)) \
+	X(void, rs2_playback_device_resume, (const rs2_device *, rs2_error **)) \
 	X(rs2_pipeline *, rs2_create_pipeline, (rs2_context *, rs2_error **)) \
 	X(void, rs2_delete_pipeline, (rs2_pipeline *)) \
 	X(void, rs2_pipeline_stop, (rs2_pipeline *, rs2_error **)) \
@@ -163,6 +164,7 @@ static int rs_is_device_extendable_to(rs_api *a, rs2_device *d, int x, rs2_error
 static void rs_playback_set_real_time(rs_api *a, rs2_device *d, int rt, rs2_error **e) { a->rs2_playback_device_set_real_time(d, rt, e); }
 static int rs_playback_status(rs_api *a, rs2_device *d, rs2_error **e) { return a->rs2_playback_device_get_current_status(d, e); }
 static void rs_playback_stop(rs_api *a, rs2_device *d, rs2_error **e) { a->rs2_playback_device_stop(d, e); }
+static void rs_playback_resume(rs_api *a, rs2_device *d, rs2_error **e) { a->rs2_playback_device_resume(d, e); }
 static rs2_pipeline_profile *rs_resolve(rs_api *a, rs2_config *c, rs2_pipeline *p, rs2_error **e) { return a->rs2_config_resolve(c, p, e); }
 static rs2_pipeline *rs_create_pipeline(rs_api *a, rs2_context *c, rs2_error **e) { return a->rs2_create_pipeline(c, e); }
 static void rs_delete_pipeline(rs_api *a, rs2_pipeline *p) { a->rs2_delete_pipeline(p); }
@@ -528,7 +530,6 @@ type Camera struct {
 	cfg           Config
 	playback      bool
 	started       bool
-	pass          int // framesets, complete or not, delivered since the recording (re)started
 	busy          atomic.Bool
 	width, height int
 	color, depth  Intrinsics
@@ -661,7 +662,22 @@ func (c *Camera) open() error {
 	c.started = true
 	err := c.describe(prof)
 	C.rs_delete_profile(l.api, prof)
-	return err
+	if err != nil {
+		return err
+	}
+	return c.taken()
+}
+
+// taken returns once the playback thread has taken the start that rs2_pipeline_start
+// queued on it: rs2_playback_device_resume queues a step that does nothing on a playback
+// that is not paused, and waits for the thread to run it. From then on the device reports
+// STOPPED only at the end of the recording (or after a stop), never before it has played.
+func (c *Camera) taken() error {
+	if !c.playback {
+		return nil
+	}
+	C.rs_playback_resume(c.lib.api, c.dev, &c.info.err)
+	return c.takeErr()
 }
 
 // describe reads the streams' intrinsics and the depth scale from the started profile.
@@ -820,11 +836,9 @@ func (c *Camera) Read(ctx context.Context, f *Frame) error {
 				ErrBadFrame, in.bad_stream, in.bad_format, in.bad_width, in.bad_height, c.width, c.height)
 		case C.RS_INCOMPLETE:
 			// A frameset without every requested stream (the syncer may emit one while the
-			// streams start): wait for a complete one. It still shows the recording playing.
-			c.pass++
+			// streams start): wait for a complete one.
 			continue
 		}
-		c.pass++
 		in := c.info
 		f.Width, f.Height = c.width, c.height
 		f.ColorFrameNumber = uint64(in.color_number)
@@ -837,12 +851,10 @@ func (c *Camera) Read(ctx context.Context, f *Frame) error {
 	}
 }
 
-// ended reports whether a recording has played to its end. The playback device reports
-// STOPPED both before its thread has taken the start and after the last frameset, so only
-// a pass that delivered a frameset can have ended. A recording whose every frameset lacked
-// a stream (the syncer can split the first one) thus ends too, and a looped one rewinds.
+// ended reports whether a recording has played to its end: its playback thread, which
+// has taken the start (taken), stops the device after the last frameset.
 func (c *Camera) ended() (bool, error) {
-	if !c.playback || c.pass == 0 {
+	if !c.playback {
 		return false, nil
 	}
 	st := C.rs_playback_status(c.lib.api, c.dev, &c.info.err)
@@ -891,8 +903,7 @@ func (c *Camera) rewind() error {
 	}
 	C.rs_delete_profile(c.lib.api, prof)
 	c.started = true
-	c.pass = 0
-	return nil
+	return c.taken()
 }
 
 // shutdown stops and frees in the one order that keeps the library's threads off freed
