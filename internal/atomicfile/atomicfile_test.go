@@ -133,22 +133,71 @@ func TestWriteMissingFolder(t *testing.T) {
 	only(t, dir, "afile", "afolder")
 }
 
-// A place no file can be created in: /proc takes none even from root; a
-// folder without write permission takes none from another user.
+// A place no file can be created in: /proc takes none even from root.
+func TestWriteUnwritableProc(t *testing.T) {
+	if fi, err := os.Stat("/proc/self"); err != nil || !fi.IsDir() {
+		t.Skip("no /proc on this system: the case needs Linux's /proc mounted")
+	}
+	err := WriteBytes("/proc/bridge.toml", 0o644, []byte("x"))
+	if err == nil || !strings.HasPrefix(err.Error(), "cannot write /proc/bridge.toml: files cannot be created in /proc") {
+		t.Errorf("/proc: %v", err)
+	}
+}
+
+// A folder without write permission takes no file from a user other than
+// root. Root writes in any folder, so as root the check runs in a copy of
+// this test binary started as user nobody.
 func TestWriteUnwritable(t *testing.T) {
-	if fi, err := os.Stat("/proc/self"); err == nil && fi.IsDir() {
-		err := WriteBytes("/proc/bridge.toml", 0o644, []byte("x"))
-		if err == nil || !strings.HasPrefix(err.Error(), "cannot write /proc/bridge.toml: files cannot be created in /proc") {
-			t.Errorf("/proc: %v", err)
+	if os.Getenv("ATOMICFILE_AS_NOBODY") != "" {
+		writeUnwritable(t, os.Getenv("ATOMICFILE_AS_NOBODY"))
+		return
+	}
+	if os.Geteuid() != 0 {
+		dir := filepath.Join(t.TempDir(), "ro")
+		if err := os.Mkdir(dir, 0o555); err != nil {
+			t.Fatal(err)
 		}
+		writeUnwritable(t, dir)
+		return
 	}
-	if os.Geteuid() == 0 {
-		t.Skip("the permission case: root writes in any folder; run the tests as another user to check it")
+	// A folder everyone may enter, holding the binary and the read-only
+	// folder: t.TempDir's parents are closed to other users.
+	top, err := os.MkdirTemp("", "atomicfile-nobody")
+	if err != nil {
+		t.Fatal(err)
 	}
-	dir := filepath.Join(t.TempDir(), "ro")
+	t.Cleanup(func() { os.RemoveAll(top) })
+	if err := os.Chmod(top, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	test := filepath.Join(top, "atomicfile.test")
+	if err := os.WriteFile(test, bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(top, "ro")
 	if err := os.Mkdir(dir, 0o555); err != nil {
 		t.Fatal(err)
 	}
+	cmd := exec.Command(test, "-test.run=^TestWriteUnwritable$", "-test.v")
+	cmd.Env = append(os.Environ(), "ATOMICFILE_AS_NOBODY="+dir, "GOCOVERDIR=")
+	cmd.Dir = top
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestWriteUnwritable") {
+		t.Errorf("as user nobody (uid 65534): %v\n%s", err, out)
+	}
+}
+
+func writeUnwritable(t *testing.T, dir string) {
+	t.Helper()
 	err := WriteBytes(filepath.Join(dir, "a.toml"), 0o644, []byte("x"))
 	if !errors.Is(err, fs.ErrPermission) || !strings.Contains(err.Error(), "the folder "+dir+" is not writable by this user") {
 		t.Errorf("read-only folder: %v", err)
