@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,7 +91,20 @@ type LinkConfig struct {
 	Margin time.Duration
 	// Recorder, when set, gets every exchanged tick (a telemetry tap).
 	Recorder TickRecorder
+	// Hold is how long the plant's measurement may lack (plant.Lacker,
+	// plant.Readier) before the link leaves running for degraded; 0 means
+	// DefaultHold. A camera that starts, or skips a frame, is no failure.
+	Hold time.Duration
 }
+
+// DefaultHold is how long a measurement may lack before its link is
+// degraded: longer than a camera takes to start streaming, short enough
+// that a person sees the truth before wondering.
+const DefaultHold = 2 * time.Second
+
+// ErrIncomplete is the lack of a plant that is a Readier but not a Lacker:
+// it cannot say what is missing.
+var ErrIncomplete = errors.New("bridge: the plant's measurement is not complete")
 
 // Link joins a loop, a Simulink exchanger and a plant: one tick measures,
 // applies the previous tick's command and exchanges (docs/architecture.md "One tick",
@@ -99,6 +113,7 @@ type Link struct {
 	cfg     LinkConfig
 	plant   plant.Plant
 	ready   plant.Readier // nil: the plant's measurement is always complete
+	lacker  plant.Lacker  // nil: a Readier's lack is ErrIncomplete
 	deadman plant.Deadman // nil: the plant gets the last good command every tick
 	latch   plant.Latcher // nil: Measure fills the whole measurement
 	ager    plant.Ager    // nil: a stale measurement is sent as it was
@@ -114,7 +129,10 @@ type Link struct {
 	haveCmd       bool
 	fresh         bool // cmd was received since it was last applied
 	state         State
-	tickApplied   bool       // a command reached the plant in this tick
+	tickApplied   bool  // a command reached the plant in this tick
+	lackSince     int64 // the deadline of the first tick whose measurement lacked; 0 while complete
+	lacking       bool  // degraded because the measurement has lacked for the hold
+	hold          int64
 	rec           TickRecord // the recorder's, refilled every tick
 	exRep         exchangeReporter
 
@@ -140,6 +158,9 @@ type Link struct {
 	// StopMotion could not reach. Set off the loop thread.
 	downErr atomic.Pointer[error]
 	stopErr atomic.Pointer[error]
+	// lackErr is what the measurement lacks while the link is degraded for
+	// it. Set on the loop thread.
+	lackErr atomic.Pointer[error]
 
 	// devMu keeps the supervisor's Reopen and StopMotion and the halt at
 	// stop from talking to the device at once.
@@ -185,13 +206,17 @@ func NewLink(cfg LinkConfig, p plant.Plant, ex Exchanger, clock *realtime.Clock,
 	if cmdObs == nil {
 		cmdObs = nopCommandObserver{}
 	}
+	hold := cfg.Hold
+	if hold <= 0 {
+		hold = DefaultHold
+	}
 	margin := cfg.Margin
 	if margin <= 0 {
 		margin = min(cfg.Loop.Period/10, 2*time.Millisecond)
 	}
 	l := &Link{
 		cfg: cfg, plant: p, ex: ex, clock: clock, loopObs: loopObs, cmdObs: cmdObs,
-		logger: logger.With("link", cfg.Name), margin: int64(margin),
+		logger: logger.With("link", cfg.Name), margin: int64(margin), hold: int64(hold),
 		meas:       make([]float64, p.MeasureLen()),
 		rx:         make([]float64, p.CommandLen()),
 		cmd:        make([]float64, p.CommandLen()),
@@ -201,6 +226,7 @@ func NewLink(cfg LinkConfig, p plant.Plant, ex Exchanger, clock *realtime.Clock,
 		measShadow: make([]atomic.Uint64, p.MeasureLen()),
 	}
 	l.ready, _ = p.(plant.Readier)
+	l.lacker, _ = p.(plant.Lacker)
 	l.deadman, _ = p.(plant.Deadman)
 	l.latch, _ = p.(plant.Latcher)
 	l.ager, _ = p.(plant.Ager)
@@ -503,9 +529,7 @@ func (l *Link) HaltErr() error {
 func (l *Link) Tick(ti *TickInfo) {
 	l.tickApplied = false
 	up := l.deviceUp.Load()
-	if up && l.state == Degraded {
-		l.setState(l.linkState(), CauseDeviceReopened, nil)
-	}
+	reopened := up && l.state == Degraded && !l.lacking
 	// emioapi reads the motors, then writes the previous tick's command
 	// (docs/simulink-udp.md §8.3–8.4): q_k is read before u_{k−1} is written.
 	measured := false
@@ -516,9 +540,23 @@ func (l *Link) Tick(ti *TickInfo) {
 		} else {
 			measured = true
 			l.measured.Add(1)
+			l.checkLack(ti.Deadline)
 		}
 	}
-	if up && l.cfg.Apply == ApplyPrevious {
+	// A device back from a failure is running again only if its
+	// measurement is whole: a lack that outlasted the failure keeps it
+	// degraded, for the lack.
+	if up && reopened && l.state == Degraded && !l.lacking {
+		l.setState(l.linkState(), CauseDeviceReopened, nil)
+	}
+	// While the measurement lacks, nothing is applied: the model computed
+	// its command from held values. A position is held; a velocity robot
+	// idles.
+	if up && l.lacking {
+		if l.deadman != nil {
+			up = l.idle()
+		}
+	} else if up && l.cfg.Apply == ApplyPrevious {
 		up = l.applyPrevious()
 	}
 	if l.ex.Synced() && !l.complete() {
@@ -536,11 +574,11 @@ func (l *Link) Tick(ti *TickInfo) {
 	// While degraded the last measurement is sent again: Simulink keeps its
 	// step and the handshake state survives a device restart. It is counted
 	// as stale, since nothing in the datagram can say so.
-	stale := !up && l.ex.Synced()
+	stale := (!up || l.lacking) && l.ex.Synced()
 	if stale {
 		l.stale.Add(1)
 		l.cmdObs.StaleMeasurement()
-		if l.ager != nil {
+		if !up && l.ager != nil {
 			// The plant's own freshness fields keep moving (an age that
 			// grows, flags that say disconnected).
 			l.ager.Age(l.meas)
@@ -558,7 +596,7 @@ func (l *Link) Tick(ti *TickInfo) {
 	}
 	s := l.ex.Exchange(l.meas, l.rx, window)
 	accepted := s.Success() && l.accept()
-	if up && l.cfg.Apply == ApplyImmediate {
+	if up && l.cfg.Apply == ApplyImmediate && !l.lacking {
 		switch {
 		case accepted:
 			up = l.apply()
@@ -566,7 +604,7 @@ func (l *Link) Tick(ti *TickInfo) {
 			up = l.idle()
 		}
 	}
-	if up {
+	if up && !l.lacking {
 		next := l.linkState()
 		if next != l.state {
 			cause := CauseHandshake
@@ -607,6 +645,56 @@ func (l *Link) latched(measured bool) {
 	}
 	store(l.measShadow, l.meas)
 }
+
+// checkLack reads what the plant's measurement lacks and moves the link to
+// degraded once it has lacked for the hold, and back once it is complete.
+func (l *Link) checkLack(now int64) {
+	var err error
+	switch {
+	case l.lacker != nil:
+		err = l.lacker.Lack()
+	case l.ready != nil && !l.ready.Ready():
+		err = ErrIncomplete
+	}
+	if err == nil {
+		l.lackSince = 0
+		if l.lacking {
+			l.lacking = false
+			l.lackErr.Store(nil)
+			l.setState(l.linkState(), CauseComplete, nil)
+		}
+		return
+	}
+	if l.lackSince == 0 {
+		l.lackSince = now
+	}
+	switch {
+	case l.lacking:
+		if p := l.lackErr.Load(); p == nil || !sameErr(*p, err) {
+			// What is missing changed (the library found, the camera
+			// not yet streaming): say the newest.
+			setErr(&l.lackErr, err)
+		}
+	case now-l.lackSince >= l.hold:
+		l.lacking = true
+		setErr(&l.lackErr, err)
+		l.setState(Degraded, CauseIncomplete, err)
+	}
+}
+
+// sameErr reports whether a and b are the same error value; an error whose
+// type cannot be compared (a struct holding a slice) never is.
+func sameErr(a, b error) bool {
+	if t := reflect.TypeOf(a); t != reflect.TypeOf(b) || !t.Comparable() {
+		return false
+	}
+	return a == b
+}
+
+// Lack is what the plant's measurement lacks while the link is degraded for
+// it (the camera's first frame, frames that stopped), nil otherwise. Safe
+// from any goroutine.
+func (l *Link) Lack() error { return getErr(&l.lackErr) }
 
 // complete reports whether the link has a real measurement to send.
 func (l *Link) complete() bool {
@@ -681,6 +769,11 @@ func (l *Link) idle() bool {
 // fail marks the device down and asks the supervisor to reopen it.
 func (l *Link) fail(err error) {
 	l.fresh = false // a command from before the failure is not applied after it
+	// The device's failure says more than a lack; the lack's start is
+	// kept, so that a device that keeps failing does not hide a camera
+	// that never streamed.
+	l.lacking = false
+	l.lackErr.Store(nil)
 	l.markDown()
 	l.setState(Degraded, CauseDeviceError, err)
 }

@@ -15,8 +15,10 @@ const (
 	Handshaking
 	// Running: exchanges run every tick and commands reach the plant.
 	Running
-	// Degraded: a device is down; the loop keeps ticking and exchanging the
-	// last measurement, applies nothing, and the supervisor reopens the device.
+	// Degraded: a device is down, or the measurement has lacked a part for
+	// the link's hold (no camera frame); the loop keeps ticking and
+	// exchanging the last measurement, applies nothing, and the supervisor
+	// reopens the device (a camera reopens itself).
 	Degraded
 	// Stopped: the loop has ended and the halt policy was applied.
 	Stopped
@@ -55,5 +57,9 @@ const (
 	CausePartnerLost    = "partner lost"
 	CauseDeviceError    = "device error"
 	CauseDeviceReopened = "device reopened"
-	CauseStop           = "stop"
+	// CauseIncomplete: the plant's measurement has lacked for the hold
+	// (Link.Lack says what); CauseComplete: it is whole again.
+	CauseIncomplete = "measurement incomplete"
+	CauseComplete   = "measurement complete"
+	CauseStop       = "stop"
 )

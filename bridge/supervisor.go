@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -513,6 +514,10 @@ func linkStatus(ev Event, reconnect bool) (status, says string) {
 		return "", link + "handshake done: the Simulink host answers; running"
 	case ev.Cause == CauseStart && ev.To == Handshaking:
 		return "HANDSHAKING", link + "HANDSHAKING: waiting for the Simulink host (start the model)"
+	case ev.Cause == CauseIncomplete:
+		return "", link + "degraded: no fresh measurement to send; holding the last command until it comes"
+	case ev.Cause == CauseComplete:
+		return "", link + "measurement complete again; " + ev.To.String()
 	case ev.To == Degraded:
 		return "", link + "degraded: a device is down; applying nothing while the bridge reopens it"
 	case ev.Cause == CauseDeviceReopened:
@@ -590,7 +595,7 @@ func (s *Supervisor) Health() error {
 			errs = append(errs, fmt.Errorf("link %s: %w", e.link.Name(), err))
 		}
 		if len(deps) == 0 && (st == Degraded || st == Stopped) {
-			if err := e.link.DeviceErr(); err != nil && st == Degraded {
+			if err := cmp.Or(e.link.DeviceErr(), e.link.Lack()); err != nil && st == Degraded {
 				errs = append(errs, fmt.Errorf("link %s is %s: %w", e.link.Name(), st, err))
 			} else {
 				errs = append(errs, fmt.Errorf("link %s is %s", e.link.Name(), st))

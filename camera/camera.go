@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/labbridge/bridge/latency"
+	"github.com/labbridge/bridge/plant"
+	"github.com/labbridge/bridge/realsense"
 	"github.com/labbridge/bridge/realsense/tracker"
 	"github.com/labbridge/bridge/realtime"
 )
@@ -164,7 +166,10 @@ type Camera struct {
 	serving   atomic.Bool
 	streaming atomic.Bool           // between a successful open and the next failure or stop
 	lastErr   atomic.Pointer[error] // why the last Serve failed; nil once streaming
-	warned    bool                  // the thread set-up warning was logged (Serve's goroutines, one at a time)
+	lack      atomic.Pointer[error] // what the link lacks since the last Serve failed
+	// The lacks known in advance, made once so that Lack never allocates.
+	errFirst, errLocking error
+	warned               bool // the thread set-up warning was logged (Serve's goroutines, one at a time)
 
 	// The frame rate as a person reads it: a running mean of the frame
 	// intervals, kept by the camera goroutine.
@@ -199,6 +204,8 @@ func New(cfg Config) (*Camera, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Camera{cfg: cfg, log: cfg.Logger, vec: make([]float64, 3*cfg.NbMarkers)}
+	c.errFirst = fmt.Errorf("camera %s: %w", cfg.Name, ErrNoFrameYet)
+	c.errLocking = fmt.Errorf("camera %s: %w", cfg.Name, ErrLocking)
 	c.settler, _ = cfg.Frames.(interface{ Settled() bool })
 	return c, nil
 }
@@ -221,8 +228,68 @@ func (c *Camera) Serve(ctx context.Context) error {
 	if err != nil {
 		// Health says why the camera is down, not only that it is.
 		c.lastErr.Store(&err)
+		lack := c.lackOf(err)
+		c.lack.Store(&lack)
 	}
 	return err
+}
+
+// Lacks of the marker vector (Lack).
+var (
+	// ErrNoFrameYet: the camera has not delivered its first frame.
+	ErrNoFrameYet = errors.New("waiting for the camera's first frame")
+	// ErrLocking: frames come, but the loop's ticks are not yet on their
+	// grid (clock = "camera").
+	ErrLocking = errors.New("waiting for the ticks to lock onto the camera's frames")
+	// ErrNoFrames: the camera delivered frames, then stopped.
+	ErrNoFrames = errors.New("no frames from the camera; the markers are held")
+)
+
+// lackOf says, for a person, what a failed Serve leaves the link without
+// and what to do: a library to install is not a cable to check.
+func (c *Camera) lackOf(err error) error {
+	what := ErrNoFrameYet
+	if c.valid.Load() {
+		what = ErrNoFrames
+	}
+	if a := advice(err); a != "" {
+		return fmt.Errorf("camera %s: %w: %w; %s", c.cfg.Name, what, err, a)
+	}
+	return fmt.Errorf("camera %s: %w: %w", c.cfg.Name, what, err)
+}
+
+// advice is what to do about a source's failure; "" when the error says it
+// already (a library to install).
+func advice(err error) string {
+	switch {
+	case errors.Is(err, plant.ErrPermanent), errors.Is(err, realsense.ErrLibraryNotFound),
+		errors.Is(err, realsense.ErrMissingSymbol), errors.Is(err, realsense.ErrNoCgo):
+		return ""
+	case errors.Is(err, realsense.ErrNoDevice):
+		return "plug the camera into a USB 3 port and run `bridge cameras`; the bridge opens it by itself"
+	}
+	return "check the camera's USB 3 cable and run `bridge cameras`; the bridge reopens it by itself"
+}
+
+// Lack implements plant.Lacker for the marker vector: nil while frames come
+// and the ticks are on their grid; otherwise what is missing, with why and
+// what to do. It never allocates.
+func (c *Camera) Lack() error {
+	if !c.Streaming() {
+		if p := c.lack.Load(); p != nil {
+			return *p
+		}
+		if !c.valid.Load() {
+			return c.errFirst
+		}
+	}
+	switch {
+	case !c.valid.Load():
+		return c.errFirst
+	case c.settler != nil && !c.settler.Settled():
+		return c.errLocking
+	}
+	return nil
 }
 
 func (c *Camera) serve(ctx context.Context) error {

@@ -19,6 +19,7 @@ import (
 	"github.com/labbridge/bridge/metrics"
 	"github.com/labbridge/bridge/plant"
 	"github.com/labbridge/bridge/realtime"
+	"github.com/labbridge/bridge/sim"
 	"github.com/labbridge/bridge/simulink"
 	"github.com/labbridge/bridge/tap"
 )
@@ -73,6 +74,9 @@ type Built struct {
 	// Simulated is the simulated servo bus of an Emio on port = "sim" (for
 	// tests that inject faults), else nil.
 	Simulated *dxlsim.Bus
+	// LabCamera is the virtual camera of an Emio with camera kind = "sim"
+	// (for tests that unplug it), else nil.
+	LabCamera *sim.LabCamera
 	// Meca500 is the simulated robot of a Meca500 link with address =
 	// "sim" (for tests that inject faults), else nil.
 	Meca500 *SimMeca500
@@ -95,6 +99,7 @@ type builder struct {
 	link  *Link
 	built *Built
 	sim   *dxlsim.Bus
+	lab   *sim.LabCamera
 }
 
 // parts are what a kind builds.
@@ -196,7 +201,7 @@ func (l *Link) Build(env Env) (bb *Built, err error) {
 			"link", l.Name, "asked_bytes", rs.BufferAsked, "granted_bytes", rs.Buffer/2)
 	}
 	ps, err := l.Plant.build(b)
-	built.Simulated = b.sim
+	built.Simulated, built.LabCamera = b.sim, b.lab
 	if ps != nil {
 		built.closers = append(built.closers, ps.closers...)
 	}

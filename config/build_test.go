@@ -3,7 +3,6 @@ package config
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"math"
 	"strings"
@@ -12,7 +11,6 @@ import (
 
 	defaultconfig "github.com/labbridge/bridge"
 	"github.com/labbridge/bridge/bridge"
-	"github.com/labbridge/bridge/fault"
 	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/metrics"
 )
@@ -119,27 +117,6 @@ func near(got, want []float64, tol float64) bool {
 		}
 	}
 	return true
-}
-
-// A camera that cannot stream makes the supervisor's health fail and say
-// why, while the link itself keeps running on its servos.
-func TestBuildHealthReportsCameraDown(t *testing.T) {
-	c := parseDefault(t, func(l *Link, p *EmioPlant) {
-		p.Camera.Kind, p.Camera.Serial, l.Clock = "realsense", "no-such-camera", "timer"
-		p.Camera.ClockErrorPPM, p.Camera.Jitter.Duration = 0, 0 // the virtual camera's only
-	})
-	b, err := c.Links[0].Build(testEnv(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sup := serveBuilt(t, b)
-	testutil.WaitFor(t, "running", func() bool { return b.Link.State() == bridge.Running })
-	// Whatever else a busy machine adds (an overrun, a late servo reply).
-	const want = "link emio: the camera delivers no frames; the markers are held (open: "
-	testutil.WaitFor(t, "the camera fault", func() bool { return strings.Contains(fmt.Sprint(sup.Health()), want) })
-	if err := sup.Health(); !errors.Is(err, fault.ErrFault) {
-		t.Errorf("health %v, want a fault", err)
-	}
 }
 
 // busyFaults are the faults a loaded test machine causes on a healthy link:

@@ -34,6 +34,34 @@ func linkProbes(l *bridge.Link, m *simulink.Master) []fault.Probe {
 	listen, _ := m.ListenAddr()
 	replyBytes := simulink.DatagramSize(mc.CommandLen)
 	return []fault.Probe{
+		// What explains the link's state comes first: /healthz puts the
+		// first fault on the state's line.
+		{
+			Name: "device_down", Title: "the robot's device is down; the bridge keeps trying to reopen it",
+			Advice: "check the cable and the power; the link resumes by itself when the device answers",
+			After:  time.Second,
+			Level: func() (bool, string) {
+				return l.State() == bridge.Degraded && !l.Latched() && l.Lack() == nil, errText(l.DeviceErr())
+			},
+		},
+		{
+			// The plant's own words (plant.Lacker) say what is missing and
+			// what to do: a library to install is not a cable to check.
+			Name: "no_measurement", Title: "no fresh measurement to send; the last command is held",
+			Advice: "do what the detail says; the link runs again by itself once the measurement is whole",
+			Level:  func() (bool, string) { err := l.Lack(); return err != nil, errText(err) },
+		},
+		{
+			// Not a device to reconnect: a stop only a person ends.
+			Name: "stopped", Title: "the robot is stopped and waits for a person",
+			Advice: fmt.Sprintf("check the robot and what stopped it, then run `bridge resume %s` (or POST /links/%s/resume); the bridge starts nothing by itself", l.Name(), l.Name()),
+			Level:  func() (bool, string) { return l.Latched(), errText(l.DeviceErr()) },
+		},
+		{
+			Name: "motion_not_stopped", Title: "the link is degraded and the robot's motion could not be stopped",
+			Advice: "the robot may still move at its last command: stop it at the robot (its own stop, or stop the simulation)",
+			Level:  func() (bool, string) { err := l.StopErr(); return err != nil, errText(err) },
+		},
 		{
 			Name: "no_partner", Title: "no Simulink host answers", After: noPartnerAfter,
 			Advice: fmt.Sprintf("start the Simulink model; its UDP Receive must listen on %v and its UDP Send must send to port %d", mc.Remote, listen.Port()),
@@ -66,25 +94,6 @@ func linkProbes(l *bridge.Link, m *simulink.Master) []fault.Probe {
 			Name: "overruns", Title: "the loop overran its period",
 			Advice: "a tick's work takes longer than the period: lower rate_hz, or measure with `bridge bench link`",
 			Events: l.Overruns,
-		},
-		{
-			Name: "device_down", Title: "the robot's device is down; the bridge keeps trying to reopen it",
-			Advice: "check the cable and the power; the link resumes by itself when the device answers",
-			After:  time.Second,
-			Level: func() (bool, string) {
-				return l.State() == bridge.Degraded && !l.Latched(), errText(l.DeviceErr())
-			},
-		},
-		{
-			// Not a device to reconnect: a stop only a person ends.
-			Name: "stopped", Title: "the robot is stopped and waits for a person",
-			Advice: fmt.Sprintf("check the robot and what stopped it, then run `bridge resume %s` (or POST /links/%s/resume); the bridge starts nothing by itself", l.Name(), l.Name()),
-			Level:  func() (bool, string) { return l.Latched(), errText(l.DeviceErr()) },
-		},
-		{
-			Name: "motion_not_stopped", Title: "the link is degraded and the robot's motion could not be stopped",
-			Advice: "the robot may still move at its last command: stop it at the robot (its own stop, or stop the simulation)",
-			Level:  func() (bool, string) { err := l.StopErr(); return err != nil, errText(err) },
 		},
 	}
 }

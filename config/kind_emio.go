@@ -1,7 +1,6 @@
 package config
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -15,7 +14,6 @@ import (
 	"github.com/labbridge/bridge/dynamixel"
 	"github.com/labbridge/bridge/dynamixel/dxlsim"
 	"github.com/labbridge/bridge/emio"
-	"github.com/labbridge/bridge/fault"
 	"github.com/labbridge/bridge/framelock"
 	"github.com/labbridge/bridge/metrics"
 	"github.com/labbridge/bridge/plant"
@@ -428,6 +426,7 @@ func (p *EmioPlant) camera(b *builder, ps *parts, servos *dxlsim.Bus, ids []byte
 		if lab, err = sim.NewLabCamera(lc); err != nil {
 			return nil, err
 		}
+		b.lab = lab
 		src = lab
 		// The virtual lab brings its own calibration unless files are named.
 		if files, err = tracker.LoadLabFiles(c.Params, c.Calibration, ""); err != nil {
@@ -511,31 +510,17 @@ func (p *EmioPlant) camera(b *builder, ps *parts, servos *dxlsim.Bus, ids []byte
 		return nil, err
 	}
 	ps.deps = append(ps.deps, bridge.Part{Name: "camera", Service: watchedCamera{cam}})
-	ps.probes = append(ps.probes, fault.Probe{
-		Name: "camera_down", Title: "the camera delivers no frames; the markers are held", After: cameraDownAfter,
-		Advice: "check the camera's USB cable (a USB 3 port) and run `bridge cameras`; the bridge reopens it by itself",
-		Level: func() (bool, string) {
-			if cam.Streaming() {
-				return false, ""
-			}
-			return true, cmp.Or(cam.Why(), "it has not streamed yet")
-		},
-	})
 	b.env.Logger.Info("camera", "link", b.link.Name, "kind", c.Kind, "side", c.Side, "sort", c.Sort, "clock", b.link.Clock,
 		"params", files.ParamsFrom, "calibration", files.CalibrationFrom)
 	return cam, nil
 }
 
-// cameraDownAfter is how long a camera may deliver nothing before that is
-// a fault: a camera takes a moment to start streaming.
-const cameraDownAfter = 2 * time.Second
-
-// watchedCamera is the camera as a link's part whose health its fault
-// probe reports (with a start and an end in the log), so that /healthz
-// names it once.
+// watchedCamera is the camera as a link's part whose health the link's
+// no_measurement fault reports (with a start and an end in the log), so
+// that /healthz names it once.
 type watchedCamera struct{ *camera.Camera }
 
-// Health is nil: the link's "camera_down" fault says it.
+// Health is nil: the link's "no_measurement" fault says it.
 func (watchedCamera) Health() error { return nil }
 
 // lockView reports a camera lock (clock = "camera") in the status line, the

@@ -169,6 +169,7 @@ type Motors struct {
 	misses int
 	missed atomic.Uint64
 	ready  interface{ Ready() bool } // the marker source's, when it has one
+	lacker plant.Lacker              // the marker source's, when it says what it lacks
 	// latcher is the marker source's LatchMarkers, when it has one.
 	latcher markerLatcher
 
@@ -275,6 +276,7 @@ func New(cfg Config) (*Motors, error) {
 		m.minP, m.maxP = -1048575, 1048575
 	}
 	m.ready, _ = cfg.Source.(interface{ Ready() bool })
+	m.lacker, _ = cfg.Source.(plant.Lacker)
 	m.latcher, _ = cfg.Source.(markerLatcher)
 	return m, nil
 }
@@ -721,6 +723,21 @@ func (m *Motors) Latch(dst []float64) {
 func (m *Motors) Ready() bool {
 	return m.ready == nil || m.ready.Ready()
 }
+
+// Lack implements plant.Lacker: what the marker source (a camera) lacks,
+// in its words; nil when the source has no lack to tell.
+func (m *Motors) Lack() error {
+	switch {
+	case m.lacker != nil:
+		return m.lacker.Lack()
+	case m.ready != nil && !m.ready.Ready():
+		return errMarkersNotReady
+	}
+	return nil
+}
+
+// errMarkersNotReady is the lack of a marker source that cannot say more.
+var errMarkersNotReady = errors.New("emio: waiting for the marker source's first markers")
 
 // Missed returns how many position reads went unanswered in all (Servos
 // tells which servo spoilt them).

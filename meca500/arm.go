@@ -396,6 +396,18 @@ func (a *Arm) Ready() bool {
 	return a.st.haveSamp
 }
 
+// Lack implements plant.Lacker: before the first monitoring cycle on this
+// connection, the measurement would be made up.
+func (a *Arm) Lack() error {
+	if a.Ready() {
+		return nil
+	}
+	return errNoCycleYet
+}
+
+// errNoCycleYet is the arm's lack before its first monitoring cycle.
+var errNoCycleYet = errors.New("meca500: waiting for the robot's first real-time monitoring cycle since it connected (SetRealTimeMonitoring was sent; check the robot's firmware)")
+
 // Measure implements plant.Plant: it copies the newest monitoring cycle,
 // the status, the last error and the sample's age. It fails when the
 // connection is lost or silent. Before the first cycle the joints are NaN.

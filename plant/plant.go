@@ -57,6 +57,19 @@ type Readier interface {
 	Ready() bool
 }
 
+// Lacker is a Readier that says what its measurement lacks: the camera's
+// first frame and why it has not come (a library not installed, a camera
+// not plugged in), or frames that stopped. Lack is nil while the
+// measurement is complete and fresh. When it has lacked for the link's hold
+// time the link leaves running: a link whose datagrams carry nothing new is
+// not running, and the error is what a person reads on the terminal, the
+// status page and /healthz, so it says what is missing and what to do. Lack
+// runs on the loop thread once per tick: it must not block or allocate
+// (return an error kept since it was learned).
+type Lacker interface {
+	Lack() error
+}
+
 // Describer is a plant that names the values of its vectors (Layout), for
 // status lines, recordings and the built-in partner's controllers.
 type Describer interface {

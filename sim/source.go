@@ -3,11 +3,13 @@ package sim
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labbridge/bridge/camera"
@@ -47,6 +49,8 @@ type LabCamera struct {
 	cfg LabCameraConfig
 	cam *Camera
 	st  camera.Stream
+
+	unplugged atomic.Bool
 
 	mu     sync.Mutex
 	clk    frameClock
@@ -112,6 +116,9 @@ func (s *LabCamera) CalibrationCSV(w io.Writer) error { return s.cam.Calibration
 // Open and runs on while the source is closed, as a powered camera's does: a
 // reopen loses the frames in between (a gap in the numbers), not the phase.
 func (s *LabCamera) Open(context.Context) (camera.Stream, error) {
+	if s.unplugged.Load() {
+		return camera.Stream{}, fmt.Errorf("%w: the virtual camera", ErrUnplugged)
+	}
 	s.mu.Lock()
 	s.clk.open(s.cfg.Clock.Now())
 	s.mu.Unlock()
@@ -136,6 +143,9 @@ func (s *LabCamera) Read(ctx context.Context, f *camera.Frame) error {
 	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if s.unplugged.Load() {
+		return errors.Join(camera.ErrDisconnected, fmt.Errorf("%w: the virtual camera", ErrUnplugged))
 	}
 	s.mu.Lock()
 	start := s.cfg.Clock.Now()
@@ -167,6 +177,13 @@ func (s *LabCamera) Read(ctx context.Context, f *camera.Frame) error {
 
 // Close implements camera.Source.
 func (s *LabCamera) Close() error { return nil }
+
+// Unplug makes the virtual camera fail as an unplugged one does: the next
+// Read says it is disconnected, and Open fails until Plug.
+func (s *LabCamera) Unplug() { s.unplugged.Store(true) }
+
+// Plug undoes Unplug: the next Open streams again.
+func (s *LabCamera) Plug() { s.unplugged.Store(false) }
 
 // frameClock is the virtual camera's own clock. Frame n's ideal instant is
 // start + n·period, computed from n so that no rounding accumulates; frame n

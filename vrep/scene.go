@@ -480,6 +480,18 @@ func (s *Scene) Ready() bool {
 	return s.have
 }
 
+// Lack implements plant.Lacker: before the scene's first reply since it was
+// (re)opened, the measurement would be made up.
+func (s *Scene) Lack() error {
+	if s.Ready() {
+		return nil
+	}
+	return errNoReplyYet
+}
+
+// errNoReplyYet is the scene's lack before its first reply.
+var errNoReplyYet = errors.New("vrep: waiting for the scene's first reply: is the simulation running (press Play in the simulator)?")
+
 // Measure implements plant.Plant: the newest reply of the scene. It fails
 // once MaxFailures exchanges in a row have failed; before the first reply
 // the values are NaN.
