@@ -94,9 +94,18 @@ func linkProbes(l *bridge.Link, m *simulink.Master) []fault.Probe {
 			Name: "overruns", Title: "the loop overran its period",
 			Advice: "a tick's work takes longer than the period: lower rate_hz, or measure with `bridge bench link`",
 			Events: l.Overruns,
+			// A rate: a few overruns a minute are a busy machine, not a
+			// failed link; /healthz should not flap on them.
+			Window: overrunWindow, Allow: overrunsAllowed,
 		},
 	}
 }
+
+// More than overrunsAllowed overruns within overrunWindow are a fault.
+const (
+	overrunWindow   = time.Minute
+	overrunsAllowed = 10
+)
 
 // errText is an error's text, "" for nil.
 func errText(err error) string {

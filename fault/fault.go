@@ -51,6 +51,12 @@ type Probe struct {
 	Events func() uint64
 	// Detail, optional with Events, names what the last events were.
 	Detail func() string
+	// Window, optional with Events, makes the fault a rate: it starts only
+	// when more than Allow events fell within the last Window, and ends
+	// once no more than Allow did and none came for the Quiet time. A few
+	// overruns a minute are a loaded machine, not a failure.
+	Window time.Duration
+	Allow  uint64
 }
 
 // Sink receives the faults' states, for metrics.
@@ -134,6 +140,40 @@ type probeState struct {
 	loggedN  uint64    // events at that log
 	detail   string
 	primed   bool // events has been read once
+	// With a Window: the counts at recent polls, oldest first from at.
+	ring []sample
+	at   int
+	n    int
+}
+
+// sample is an event count at a poll.
+type sample struct {
+	t time.Time
+	n uint64
+}
+
+// push records count n at t, dropping the oldest sample when full.
+func (p *probeState) push(t time.Time, n uint64) {
+	i := (p.at + p.n) % len(p.ring)
+	if p.n == len(p.ring) {
+		p.at = (p.at + 1) % len(p.ring)
+	} else {
+		p.n++
+	}
+	p.ring[i] = sample{t, n}
+}
+
+// inWindow is how many events fell within the window ending at now, given
+// the count n now: n less the count at the oldest poll still inside it.
+func (p *probeState) inWindow(now time.Time, n uint64) uint64 {
+	for p.n > 1 && now.Sub(p.ring[(p.at+1)%len(p.ring)].t) >= p.Window {
+		p.at = (p.at + 1) % len(p.ring)
+		p.n--
+	}
+	if p.n == 0 {
+		return 0
+	}
+	return n - p.ring[p.at].n
 }
 
 // Watcher polls probes and reports their faults. Serve it beside the link;
@@ -180,9 +220,17 @@ func New(cfg Config) (*Watcher, error) {
 			return nil, fmt.Errorf("%w: probe %q needs exactly one of Level and Events", ErrConfig, p.Name)
 		case p.Title == "":
 			return nil, fmt.Errorf("%w: probe %q has no title", ErrConfig, p.Name)
+		case p.Window < 0 || p.Window > 0 && p.Events == nil:
+			return nil, fmt.Errorf("%w: probe %q has a window of %v (want one > 0, on an Events probe)", ErrConfig, p.Name, p.Window)
 		}
 		seen[p.Name] = true
-		w.probes = append(w.probes, &probeState{Probe: p})
+		ps := &probeState{Probe: p}
+		if p.Window > 0 {
+			// A sample per poll over the window, with room for polls that
+			// come early.
+			ps.ring = make([]sample, 2*int(p.Window/cfg.Every)+2)
+		}
+		w.probes = append(w.probes, ps)
 	}
 	return w, nil
 }
@@ -254,10 +302,21 @@ func (w *Watcher) count(p *probeState, now time.Time) {
 		// Events before the watcher's first poll are history, not a
 		// fault now.
 		p.primed, p.events = true, n
+		if p.ring != nil {
+			p.push(now, n)
+		}
 		return
 	}
 	if n < p.events { // a counter reset (a rebuilt part): start over
 		p.events = n
+		p.at, p.n = 0, 0
+		if p.ring != nil {
+			p.push(now, n)
+		}
+		return
+	}
+	if p.ring != nil {
+		w.rate(p, now, n)
 		return
 	}
 	prev := p.events
@@ -280,6 +339,33 @@ func (w *Watcher) count(p *probeState, now time.Time) {
 	case now.Sub(p.lastRise) >= w.cfg.Quiet:
 		w.end(p, now)
 	case rose && now.Sub(p.logged) >= w.cfg.Repeat:
+		w.log.Warn(p.Title+" (still)", "fault", p.Name, "detail", p.detail,
+			"events", n-p.loggedN, "in", roundDur(now.Sub(p.logged)).String(), "for", roundDur(now.Sub(p.since)).String())
+		p.logged, p.loggedN = now, n
+	}
+}
+
+// rate is count for a probe with a Window.
+func (w *Watcher) rate(p *probeState, now time.Time, n uint64) {
+	prev := p.events
+	p.events = n
+	p.push(now, n)
+	recent := p.inWindow(now, n)
+	if n > prev {
+		p.lastRise = now
+	}
+	if recent > p.Allow || p.on {
+		p.detail = fmt.Sprintf("%d in the last %v, more than %d", recent, roundDur(p.Window), p.Allow)
+		if p.Detail != nil {
+			p.detail = p.Detail() + "; " + p.detail
+		}
+	}
+	switch {
+	case !p.on && recent > p.Allow:
+		w.start(p, now, n-recent)
+	case p.on && recent <= p.Allow && now.Sub(p.lastRise) >= w.cfg.Quiet:
+		w.end(p, now)
+	case p.on && n > prev && now.Sub(p.logged) >= w.cfg.Repeat:
 		w.log.Warn(p.Title+" (still)", "fault", p.Name, "detail", p.detail,
 			"events", n-p.loggedN, "in", roundDur(now.Sub(p.logged)).String(), "for", roundDur(now.Sub(p.since)).String())
 		p.logged, p.loggedN = now, n

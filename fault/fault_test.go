@@ -232,3 +232,78 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// A rate fault (Window, Allow): a few events a minute, as a loaded machine
+// gives a 1 kHz loop, never make it active; more than Allow in a minute
+// do, and it ends once the minute holds no more than Allow again.
+func TestRateFaultCountsOverItsWindow(t *testing.T) {
+	c := newClock()
+	var buf bytes.Buffer
+	var n uint64 = 500 // history
+	w, err := fault.New(fault.Config{Logger: textLogger(&buf), Now: c.now, Probes: []fault.Probe{{
+		Name: "overruns", Title: "the loop overran its period",
+		Events: func() uint64 { return n }, Window: time.Minute, Allow: 10,
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const poll = 250 * time.Millisecond
+	w.Poll()
+	// Ten minutes at 6 a minute, one every 10 s: never a fault.
+	for i := range 10 * 240 {
+		c.step(poll)
+		if i%40 == 0 {
+			n++
+		}
+		w.Poll()
+		if err := w.Health(); err != nil {
+			t.Fatalf("at %d events a minute, poll %d: %v", 6, i, err)
+		}
+	}
+	// A quiet minute, then a burst of 11 within a second: active at once,
+	// with the count.
+	for range 280 {
+		c.step(poll)
+		w.Poll()
+	}
+	for range 11 {
+		n++
+	}
+	c.step(poll)
+	w.Poll()
+	a := w.Active()
+	if len(a) != 1 || a[0].Detail != "11 in the last 1m0s, more than 10" || a[0].Events != 11 {
+		t.Fatalf("after a burst of 11: %+v", a)
+	}
+	// It lasts while the minute holds the burst, and ends once it slid out.
+	var ended time.Duration
+	for d := poll; d <= 2*time.Minute; d += poll {
+		c.step(poll)
+		w.Poll()
+		if w.Health() == nil {
+			ended = d
+			break
+		}
+	}
+	if ended < time.Minute-poll || ended > time.Minute+poll {
+		t.Errorf("ended %v after the burst, want once the 1 min window no longer holds it", ended)
+	}
+	if got := strings.Count(buf.String(), "msg=\"the loop overran its period\""); got != 1 {
+		t.Errorf("started %d times, want once:\n%s", got, buf.String())
+	}
+	// A counter reset (a rebuilt link) is not a burst.
+	n = 0
+	c.step(poll)
+	w.Poll()
+	if err := w.Health(); err != nil {
+		t.Errorf("after a counter reset: %v", err)
+	}
+}
+
+// A window needs an Events probe.
+func TestRateFaultConfig(t *testing.T) {
+	_, err := fault.New(fault.Config{Probes: []fault.Probe{{Name: "x", Title: "x", Level: func() (bool, string) { return false, "" }, Window: time.Minute}}})
+	if !errors.Is(err, fault.ErrConfig) {
+		t.Errorf("a window on a level probe: %v", err)
+	}
+}
