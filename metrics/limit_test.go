@@ -10,21 +10,29 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/labbridge/bridge/internal/testutil"
 )
 
-// Beyond its limit the listener closes the oldest idle connection to admit a
-// new one, and answers 503 and closes the new one when every one is busy.
-func TestLimitListenerEvictsIdleShedsBusy(t *testing.T) {
+// Beyond its limit the listener closes the connection that has waited
+// longest without a request in a handler (no request yet, between
+// requests, or a header still coming byte by byte); when every place is
+// serving it answers the new one 503 and closes it. The clock is the test's.
+func TestLimitListenerEvictsWaitingShedsBusy(t *testing.T) {
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	l := newLimitListener(inner, 2)
+	var clock atomic.Int64
+	l.now = func() time.Duration { return time.Duration(clock.Load()) }
+	at := func(d time.Duration) { clock.Store(int64(d)) }
 	type accepted struct {
 		c   net.Conn
 		err error
@@ -68,38 +76,72 @@ func TestLimitListenerEvictsIdleShedsBusy(t *testing.T) {
 		}
 		return a.c.(*limitConn)
 	}
+	closed := func(c net.Conn, who string) {
+		t.Helper()
+		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+			t.Errorf("read on %s = %v, want EOF", who, err)
+		}
+	}
+	shed := func(want uint64) {
+		t.Helper()
+		c := dial()
+		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("shed client: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+			t.Errorf("shed client got %d, Retry-After %q; want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
+		if got := l.shed.Load(); got != want {
+			t.Errorf("shed = %d, want %d", got, want)
+		}
+	}
 
+	const sec = time.Second
+	at(0)
 	_ = dial()
 	a := next()
-	a.state.Store(int32(http.StateActive))
+	a.serving.Store(true) // its request is in a handler
 	cb := dial()
-	_ = next() // new: idle until it sends a request
+	b := next()
+	connState(b, http.StateActive) // a header still coming, byte by byte
+	// b has waited longest without a request in a handler: the newcomer
+	// takes its place.
+	at(sec)
 	_ = dial()
 	c := next()
 	if got := l.evicted.Load(); got != 1 {
 		t.Fatalf("evicted = %d, want 1", got)
 	}
-	_ = cb.SetReadDeadline(time.Now().Add(30 * time.Second))
-	if _, err := cb.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
-		t.Errorf("read on the evicted client = %v, want EOF", err)
-	}
+	closed(cb, "the slow header's client")
 	if l.open() != 2 {
 		t.Errorf("open = %d, want 2", l.open())
 	}
-
-	c.state.Store(int32(http.StateActive))
-	cd := dial()
-	_ = cd.SetReadDeadline(time.Now().Add(30 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(cd), nil)
-	if err != nil {
-		t.Fatalf("shed client: %v", err)
+	// Both serving, however long: the newcomer is shed.
+	c.serving.Store(true)
+	at(10 * sec)
+	shed(1)
+	// Answers sent: c idle since 10 s, a since 11 s; c has waited longest.
+	connState(c, http.StateIdle)
+	at(11 * sec)
+	connState(a, http.StateIdle)
+	if a.serving.Load() || c.serving.Load() {
+		t.Error("serving once idle")
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
-		t.Errorf("shed client got %d, Retry-After %q; want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	at(12 * sec)
+	_ = dial()
+	_ = next()
+	if got := l.evicted.Load(); got != 2 {
+		t.Fatalf("evicted = %d, want 2", got)
 	}
-	if got := l.shed.Load(); got != 1 {
-		t.Errorf("shed = %d, want 1", got)
+	l.mu.Lock()
+	_, kept := l.conns[a]
+	l.mu.Unlock()
+	if !kept {
+		t.Error("a evicted, though c had waited longer")
 	}
 	// Closing twice releases the place once.
 	a.Close()
@@ -177,10 +219,11 @@ func TestServerIdleFlood(t *testing.T) {
 		t.Skipf("only %d connections opened: too few to flood", len(clients))
 	}
 	sampleFDs()
-	code, body := getWith(client, base+"/healthz")
-	if code != http.StatusOK {
-		t.Errorf("/healthz during the flood = %d %q, want 200", code, body)
-	}
+	// A health check takes the place of an idle one.
+	testutil.WaitFor(t, "/healthz 200 during the flood", func() bool {
+		code, _ := getWith(client, base+"/healthz")
+		return code == http.StatusOK
+	})
 	sampleFDs()
 	heapDuring := heapInuse()
 	const fdMargin = 16

@@ -134,12 +134,13 @@ func (s *Server) Serve(ctx context.Context) error {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           s.handler,
+		Handler:           serving(s.handler),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
 		ConnState:         connState,
+		ConnContext:       connContext,
 		ErrorLog:          s.errLog,
 	}
 	s.logger.Info("metrics: serving", "addr", s.addr.String())
