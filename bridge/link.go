@@ -9,6 +9,7 @@
 package bridge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -561,6 +562,9 @@ func (l *Link) Tick(ti *TickInfo) {
 	}
 	if l.ex.Synced() && !l.complete() {
 		l.latched(measured)
+		if up && !l.lacking {
+			l.lackAtOnce()
+		}
 		// Nothing to tell Simulink yet: no measurement was ever read (the
 		// device has not opened), or the plant's is incomplete (no camera
 		// frame yet). The handshake (seq −1, zero payload, which the
@@ -606,7 +610,9 @@ func (l *Link) Tick(ti *TickInfo) {
 	}
 	if up && !l.lacking {
 		next := l.linkState()
-		if next != l.state {
+		if next == Running && !l.complete() {
+			l.lackAtOnce()
+		} else if next != l.state {
 			cause := CauseHandshake
 			if next == Handshaking {
 				cause = CausePartnerLost
@@ -649,13 +655,7 @@ func (l *Link) latched(measured bool) {
 // checkLack reads what the plant's measurement lacks and moves the link to
 // degraded once it has lacked for the hold, and back once it is complete.
 func (l *Link) checkLack(now int64) {
-	var err error
-	switch {
-	case l.lacker != nil:
-		err = l.lacker.Lack()
-	case l.ready != nil && !l.ready.Ready():
-		err = ErrIncomplete
-	}
+	err := l.lackNow()
 	if err == nil {
 		l.lackSince = 0
 		if l.lacking {
@@ -680,6 +680,29 @@ func (l *Link) checkLack(now int64) {
 		setErr(&l.lackErr, err)
 		l.setState(Degraded, CauseIncomplete, err)
 	}
+}
+
+// lackAtOnce makes a synced link with nothing whole to send degraded at
+// once: it is not running, and there is no hold to wait for, since nothing
+// flowed yet.
+func (l *Link) lackAtOnce() {
+	l.lacking = true
+	err := cmp.Or(l.lackNow(), ErrIncomplete)
+	setErr(&l.lackErr, err)
+	l.setState(Degraded, CauseIncomplete, err)
+}
+
+// lackNow is what the plant's measurement lacks now, nil when whole.
+func (l *Link) lackNow() error {
+	if l.lacker != nil {
+		if err := l.lacker.Lack(); err != nil {
+			return err
+		}
+	}
+	if l.ready != nil && !l.ready.Ready() {
+		return ErrIncomplete
+	}
+	return nil
 }
 
 // sameErr reports whether a and b are the same error value; an error whose

@@ -655,3 +655,88 @@ func TestLatchRightBeforeTheExchange(t *testing.T) {
 		t.Fatalf("sent %v, shown %v: want the latched 43 last", ex.sent, meas)
 	}
 }
+
+// lackingPlant says what its measurement lacks (a camera's first frame,
+// frames that stopped), as plant.Lacker.
+type lackingPlant struct {
+	warmingPlant
+	lack error
+}
+
+func (p *lackingPlant) Lack() error { return p.lack }
+
+var errNoFrames = errors.New("camera x: no frames")
+
+// A link is running only while measurements leave: one whose handshake is
+// done before its first whole measurement is degraded at once, saying what
+// is missing; one whose measurement stops lacking runs again; one whose
+// measurement lacks for the hold is degraded, applies nothing and sends the
+// last measurement as stale.
+func TestLackingMeasurementIsNotRunning(t *testing.T) {
+	p := &lackingPlant{lack: bridge.ErrIncomplete}
+	ex := &countingExchanger{fakeExchanger: fakeExchanger{status: simulink.OK, reply: []float64{0.1, 0.1, 0.1, 0.1}}, unsynced: true}
+	var states []string
+	lim := []bridge.Limit{{-1, 1}, {-1, 1}, {-1, 1}, {-1, 1}}
+	l, err := bridge.NewLink(bridge.LinkConfig{Name: "x", Hold: 2 * time.Second, Loop: bridge.LoopConfig{Period: time.Millisecond, CPU: -1}, Limits: lim},
+		p, ex, realtime.NewClock(), nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain := func() {
+		for {
+			select {
+			case ev := <-l.Events():
+				states = append(states, ev.To.String()+"/"+ev.Cause)
+			default:
+				return
+			}
+		}
+	}
+	var ti bridge.TickInfo
+	tick := func(at time.Duration) { ti.Deadline = int64(at); ti.Next = int64(at + time.Millisecond); l.Tick(&ti) }
+	tick(0) // handshaking, nothing measured whole
+	ex.unsynced = false
+	tick(time.Millisecond) // the handshake is done: nothing to send
+	drain()
+	if st := l.State(); st != bridge.Degraded || !errors.Is(l.Lack(), bridge.ErrIncomplete) {
+		t.Fatalf("synced without a whole measurement: %v, lack %v; want degraded, ErrIncomplete", st, l.Lack())
+	}
+	if slices.Contains(states, "running/"+bridge.CauseHandshake) {
+		t.Errorf("running before the first whole measurement: %v", states)
+	}
+	p.lack, p.ready = nil, true
+	tick(2 * time.Millisecond)
+	drain()
+	if l.State() != bridge.Running || l.Lack() != nil {
+		t.Fatalf("whole: %v, lack %v", l.State(), l.Lack())
+	}
+	// Frames stop: within the hold the link still runs; past it, degraded,
+	// with nothing applied and the measurement sent stale.
+	p.lack = errNoFrames
+	tick(time.Second)
+	if l.State() != bridge.Running {
+		t.Fatalf("within the hold: %v", l.State())
+	}
+	tick(4 * time.Second)
+	drain()
+	if l.State() != bridge.Degraded || !errors.Is(l.Lack(), errNoFrames) {
+		t.Fatalf("past the hold: %v, lack %v", l.State(), l.Lack())
+	}
+	applied, stale, sent := l.Applied(), l.Stale(), ex.n
+	for i := range 5 {
+		tick(4*time.Second + time.Duration(i+1)*time.Millisecond)
+	}
+	if l.Applied() != applied || l.Stale() != stale+5 || ex.n != sent+5 {
+		t.Errorf("while lacking: applied %d→%d (want none), stale %d→%d, sent %d→%d (want 5 each)", applied, l.Applied(), stale, l.Stale(), sent, ex.n)
+	}
+	p.lack = nil
+	tick(5 * time.Second)
+	drain()
+	if l.State() != bridge.Running || l.Lack() != nil {
+		t.Errorf("frames back: %v, lack %v", l.State(), l.Lack())
+	}
+	want := []string{"degraded/" + bridge.CauseIncomplete, "running/" + bridge.CauseComplete, "degraded/" + bridge.CauseIncomplete, "running/" + bridge.CauseComplete}
+	if got := states[len(states)-4:]; !slices.Equal(got, want) {
+		t.Errorf("transitions %v, want ... %v", states, want)
+	}
+}

@@ -517,7 +517,7 @@ func linkStatus(ev Event, reconnect bool) (status, says string) {
 	case ev.Cause == CauseIncomplete:
 		return "", link + "degraded: no fresh measurement to send; holding the last command until it comes"
 	case ev.Cause == CauseComplete:
-		return "", link + "measurement complete again; " + ev.To.String()
+		return "", link + "measurement complete; " + ev.To.String()
 	case ev.To == Degraded:
 		return "", link + "degraded: a device is down; applying nothing while the bridge reopens it"
 	case ev.Cause == CauseDeviceReopened:
@@ -554,8 +554,12 @@ func (s *Supervisor) emit(e *linkEntry, ev Event) {
 	// Leaving running is what a person must hear of (a partner lost, a
 	// device down), and what the page's last warnings show; the stop
 	// itself is not.
+	// A link that waits for its first whole measurement at the start (the
+	// camera's first frame, the ticks' lock onto it) is said at Info: the
+	// no_measurement fault warns if it lasts.
 	level := slog.LevelInfo
-	if ev.To == Degraded || ev.From == Running && ev.To != Running && ev.Cause != CauseStop {
+	if ev.To == Degraded && (ev.Cause != CauseIncomplete || ev.From == Running) ||
+		ev.From == Running && ev.To != Running && ev.Cause != CauseStop {
 		level = slog.LevelWarn
 	}
 	s.logger.Log(context.Background(), level, says, attrs...)

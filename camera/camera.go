@@ -252,11 +252,22 @@ func (c *Camera) lackOf(err error) error {
 	if c.valid.Load() {
 		what = ErrNoFrames
 	}
+	// Serve's errors name the camera already; say it once.
+	msg := fmt.Sprintf("camera %s: %v: %s", c.cfg.Name, what, strings.TrimPrefix(err.Error(), "camera "+c.cfg.Name+": "))
 	if a := advice(err); a != "" {
-		return fmt.Errorf("camera %s: %w: %w; %s", c.cfg.Name, what, err, a)
+		msg += "; " + a
 	}
-	return fmt.Errorf("camera %s: %w: %w", c.cfg.Name, what, err)
+	return &lackError{what: what, cause: err, msg: msg}
 }
+
+// lackError is a lack (ErrNoFrameYet, ErrNoFrames) and its cause.
+type lackError struct {
+	what, cause error
+	msg         string
+}
+
+func (e *lackError) Error() string   { return e.msg }
+func (e *lackError) Unwrap() []error { return []error{e.what, e.cause} }
 
 // advice is what to do about a source's failure; "" when the error says it
 // already (a library to install).

@@ -50,6 +50,9 @@ func linkProbes(l *bridge.Link, m *simulink.Master) []fault.Probe {
 			Name: "no_measurement", Title: "no fresh measurement to send; the last command is held",
 			Advice: "do what the detail says; the link runs again by itself once the measurement is whole",
 			Level:  func() (bool, string) { err := l.Lack(); return err != nil, errText(err) },
+			// At the start, a camera's first frame and the ticks' lock
+			// take a moment; later the link's hold has already passed.
+			After: bridge.DefaultHold,
 		},
 		{
 			// Not a device to reconnect: a stop only a person ends.

@@ -3,7 +3,6 @@ package sim
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -145,7 +144,7 @@ func (s *LabCamera) Read(ctx context.Context, f *camera.Frame) error {
 		return err
 	}
 	if s.unplugged.Load() {
-		return errors.Join(camera.ErrDisconnected, fmt.Errorf("%w: the virtual camera", ErrUnplugged))
+		return fmt.Errorf("%w: %w: the virtual camera", camera.ErrDisconnected, ErrUnplugged)
 	}
 	s.mu.Lock()
 	start := s.cfg.Clock.Now()
@@ -184,6 +183,9 @@ func (s *LabCamera) Unplug() { s.unplugged.Store(true) }
 
 // Plug undoes Unplug: the next Open streams again.
 func (s *LabCamera) Plug() { s.unplugged.Store(false) }
+
+// Unplugged reports whether the camera is unplugged.
+func (s *LabCamera) Unplugged() bool { return s.unplugged.Load() }
 
 // frameClock is the virtual camera's own clock. Frame n's ideal instant is
 // start + n·period, computed from n so that no rounding accumulates; frame n

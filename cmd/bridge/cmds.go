@@ -72,7 +72,7 @@ func cmdStartUDP(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := cfg.ApplyStartUDP(f); err != nil {
 		return err
 	}
-	return addrInUse("run", cfg, runConfig(ctx, cfg, from+" with startUDP flags", false, false, nil, *duration, stdout, stderr))
+	return addrInUse("run", cfg, runConfig(ctx, cfg, from+" with startUDP flags", false, false, "", nil, *duration, stdout, stderr))
 }
 
 // cmdPartner is `bridge partner`: the Simulink side.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/labbridge/bridge/bridge"
 	"github.com/labbridge/bridge/config"
+	"github.com/labbridge/bridge/internal/console"
 	"github.com/labbridge/bridge/journal"
 	"github.com/labbridge/bridge/metrics"
 	"github.com/labbridge/bridge/realtime"
@@ -27,7 +28,7 @@ import (
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, simulate bool) error {
 	name, synopsis := "run", "run [-config FILE] [-duration D] [-metrics ADDR] [-tap ADDR]"
 	if simulate {
-		name, synopsis = "sim", "sim [-config FILE] [-duration D] [-metrics ADDR] [-tap ADDR] [-ephemeral]"
+		name, synopsis = "sim", "sim [-config FILE] [-duration D] [-metrics ADDR] [-tap ADDR] [-ephemeral] [-control ADDR]"
 	}
 	fs := newFlagSet(name, synopsis, stderr)
 	cfgPath := fs.String("config", "", "configuration file (default ./bridge.toml, else the embedded default)")
@@ -35,9 +36,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, simula
 	var metricsAddr metricsFlag
 	fs.Var(&metricsAddr, "metrics", `listen `+"`address`"+` of /metrics and /healthz, like 127.0.0.1:9310 (default: the configuration's [service] metrics; "" = off)`)
 	tapAddr := fs.String("tap", "", "mirror every tick of every link as RTP to this `address`, like 239.0.0.1:5004 or 127.0.0.1:5004, for bridge record (default: each link's [link.tap])")
-	ephemeral := false
+	ephemeral, control := false, ""
 	if simulate {
 		fs.BoolVar(&ephemeral, "ephemeral", false, "use free loopback ports instead of the configured ones (runs beside a real Simulink)")
+		fs.StringVar(&control, "control", "", "serve fault injection into the simulated devices on this `address`, like 127.0.0.1:9320: POST /fault/LINK with a body such as \"camera unplug\", \"servos plug\", \"estop\" or \"stop\"; GET /status")
 	}
 	usage := fs.Usage // then the status fields' legend
 	fs.Usage = func() { usage(); fmt.Fprint(stderr, statusLegend) }
@@ -54,15 +56,16 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, simula
 	if err := cfg.SetTap(*tapAddr); err != nil {
 		return err
 	}
-	err = runConfig(ctx, cfg, from, simulate, ephemeral, &metricsAddr, *duration, stdout, stderr)
+	err = runConfig(ctx, cfg, from, simulate, ephemeral, control, &metricsAddr, *duration, stdout, stderr)
 	if simulate && ephemeral {
 		return err // free ports: nothing to advise
 	}
 	return addrInUse(name, cfg, err)
 }
 
-// runConfig runs cfg; metrics is the -metrics flag (nil: the configuration's).
-func runConfig(ctx context.Context, cfg *config.Config, from string, simulate, ephemeral bool, metrics *metricsFlag,
+// runConfig runs cfg; metrics is the -metrics flag (nil: the configuration's);
+// control, when set, is where faults are injected into simulated devices.
+func runConfig(ctx context.Context, cfg *config.Config, from string, simulate, ephemeral bool, control string, metrics *metricsFlag,
 	duration time.Duration, stdout, stderr io.Writer) error {
 	metricsAddr := metrics.resolve(cfg.Service.Metrics)
 	// On a terminal, say at once that the slow build runs, and write the
@@ -103,7 +106,27 @@ func runConfig(ctx context.Context, cfg *config.Config, from string, simulate, e
 	if !simulate {
 		fmt.Fprintln(stdout, "waiting for a Simulink host: start the model now (Ctrl-C stops the bridge)")
 	}
+	if control != "" {
+		// What is injected is logged, so it shows above the status rows,
+		// in the journal and on the page beside what it caused.
+		con, err := console.Start(ctx, console.Config{Name: "bridge sim", Out: logWriter{logger}, Addr: control,
+			Apply:  func(w []string) (string, error) { return config.Control(a.links, w) },
+			Status: func() string { s, _ := config.Control(a.links, []string{"status"}); return s }})
+		if err != nil {
+			a.close()
+			return err
+		}
+		defer con.Stop()
+	}
 	return a.serve(ctx, stdout, duration)
+}
+
+// logWriter logs each line written to it, at Info.
+type logWriter struct{ l *slog.Logger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.l.Info(strings.TrimSpace(string(p)))
+	return len(p), nil
 }
 
 // termWidth is the width of w in columns when w is a terminal.
