@@ -105,6 +105,12 @@ func TestLeavingRunningIsAWarning(t *testing.T) {
 		{Event{Link: "m", From: Running, To: Degraded, Cause: CauseDeviceError}, "level=WARN"},
 		{Event{Link: "m", From: Handshaking, To: Running, Cause: CauseHandshake}, "level=INFO"},
 		{Event{Link: "m", From: Running, To: Stopped, Cause: CauseStop}, "level=INFO"},
+		// Frames that stop are a warning; the camera's first frame awaited
+		// at the start is not (no_measurement warns if it lasts).
+		{Event{Link: "m", From: Running, To: Degraded, Cause: CauseIncomplete}, "level=WARN"},
+		{Event{Link: "m", From: Handshaking, To: Degraded, Cause: CauseIncomplete}, "level=INFO"},
+		{Event{Link: "m", From: Handshaking, To: Degraded, Cause: CauseDeviceError}, "level=WARN"},
+		{Event{Link: "m", From: Degraded, To: Running, Cause: CauseComplete}, "level=INFO"},
 	} {
 		var b strings.Builder
 		s := NewSupervisor(SupervisorConfig{Logger: slog.New(slog.NewTextHandler(&b, nil))})
