@@ -253,6 +253,27 @@ func (m *Master) Close() error {
 	return errors.Join(m.tx.close(), m.rx.close())
 }
 
+// SetRemote points the master at another partner: measurements go to
+// remote, replies are accepted from its address only, and the next Exchange
+// handshakes. It lets a partner be told the master's bound ports (ports the
+// kernel picked for port 0) before its own port is known, so that no port is
+// ever released between choosing and binding it. remote must be of the
+// family of the first Remote, whose sockets stay. It must not run
+// concurrently with Exchange.
+func (m *Master) SetRemote(remote netip.AddrPort) error {
+	if !remote.IsValid() || remote.Port() == 0 || remote.Addr().IsUnspecified() {
+		return fmt.Errorf("%w: remote = %v, want a host address and a port in 1..65535", ErrMasterConfig, remote)
+	}
+	if !m.tx.v6 && !remote.Addr().Unmap().Is4() {
+		return fmt.Errorf("%w: remote = %v, want an IPv4 address like the first remote %v, whose sockets are IPv4", ErrMasterConfig, remote, m.cfg.Remote)
+	}
+	m.cfg.Remote = remote
+	m.remoteSA = sockaddr(remote, m.tx.v6)
+	m.remoteAddr = remote.Addr().Unmap()
+	m.lose()
+	return nil
+}
+
 // LocalAddr returns the bound source address of measurements.
 func (m *Master) LocalAddr() (netip.AddrPort, error) { return m.tx.localAddr() }
 
