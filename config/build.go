@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/netip"
 	"strconv"
 	"sync"
@@ -40,8 +39,11 @@ type Env struct {
 	// Loop also sees every tick of the link's loop (a benchmark's lateness
 	// histogram); nil: none.
 	Loop bridge.LoopObserver
-	// Ephemeral binds the master on free loopback ports instead of the
-	// configured ones, so that a simulation runs beside a real Simulink.
+	// Ephemeral binds the master on loopback ports the kernel picks (port
+	// 0) instead of the configured ones, so that a simulation runs beside a
+	// real Simulink. With Partner, the partner is told the bound ports;
+	// without, the master sends to the configured remote until the caller
+	// points it at its partner (Master.SetRemote).
 	Ephemeral bool
 	// Home is the user's home directory, where emioapi keeps a lab's
 	// camera files; "" looks nowhere.
@@ -161,20 +163,11 @@ func (l *Link) Build(env Env) (bb *Built, err error) {
 	}()
 	mcfg := l.MasterConfig()
 	if env.Ephemeral {
+		// Port 0: the kernel picks each port at the bind, and the partner
+		// is told the bound ones, so no port is free between choosing it
+		// and binding it.
 		lo := netip.AddrFrom4([4]byte{127, 0, 0, 1})
-		mcfg.Bind = netip.AddrPortFrom(lo, 0)
-		if mcfg.Listen, err = FreeLoopbackPort(); err != nil {
-			return nil, err
-		}
-	}
-	if env.Partner {
-		p, err := l.newPartner(mcfg, env)
-		if err != nil {
-			return nil, err
-		}
-		built.closers = append(built.closers, p.Close)
-		built.Partner = p
-		mcfg.Remote = p.Addr()
+		mcfg.Bind, mcfg.Listen = netip.AddrPortFrom(lo, 0), netip.AddrPortFrom(lo, 0)
 	}
 	var obs simulink.Observer
 	if env.Metrics != nil {
@@ -193,6 +186,17 @@ func (l *Link) Build(env Env) (bb *Built, err error) {
 		return nil, err
 	}
 	built.closers = append(built.closers, built.Master.Close)
+	if env.Partner {
+		p, err := l.newPartner(built.Master, env)
+		if err != nil {
+			return nil, err
+		}
+		built.closers = append(built.closers, p.Close)
+		built.Partner = p
+		if err := built.Master.SetRemote(p.Addr()); err != nil {
+			return nil, err
+		}
+	}
 	// getsockopt reports twice what was granted (socket(7)).
 	if rs := built.Master.ReplySocket(); !rs.KernelDrops {
 		env.Logger.Warn("the kernel does not report the datagrams it drops on this socket; a flood will not show in the metrics", "link", l.Name)
@@ -382,35 +386,35 @@ type view interface {
 }
 
 // newPartner builds the built-in partner of [link.partner], where the master
-// sends: Simulink's side of the emioapi ports, or free loopback ports.
-func (l *Link) newPartner(mcfg simulink.MasterConfig, env Env) (*simulink.Partner, error) {
+// sends: Simulink's side of the emioapi ports, or, Ephemeral, a loopback port
+// the kernel picks, accepting from and replying to the master's bound ports.
+func (l *Link) newPartner(m *simulink.Master, env Env) (*simulink.Partner, error) {
 	ctl, err := l.Controller()
 	if err != nil {
 		return nil, err
 	}
-	lo := netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	mcfg := m.Config()
 	listen := mcfg.Remote
 	accept := netip.AddrPortFrom(mcfg.Remote.Addr(), mcfg.Bind.Port())
+	replyTo := netip.AddrPortFrom(mcfg.Remote.Addr(), mcfg.Listen.Port())
 	if env.Ephemeral {
-		listen, accept = netip.AddrPortFrom(lo, 0), netip.AddrPortFrom(lo, 0)
+		from, err := m.LocalAddr()
+		if err != nil {
+			return nil, err
+		}
+		at, err := m.ListenAddr()
+		if err != nil {
+			return nil, err
+		}
+		unmap := func(ap netip.AddrPort) netip.AddrPort { return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()) }
+		listen = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 0)
+		accept, replyTo = unmap(from), unmap(at)
 	}
 	return simulink.NewPartner(simulink.PartnerConfig{
-		Listen: listen, Accept: accept, ReplyTo: netip.AddrPortFrom(mcfg.Remote.Addr(), mcfg.Listen.Port()),
+		Listen: listen, Accept: accept, ReplyTo: replyTo,
 		MeasureLen: mcfg.MeasureLen, CommandLen: mcfg.CommandLen,
 		Delay: l.Partner.Delay, Controller: ctl, Faults: env.Faults, Logger: env.Logger.With("partner", l.Name),
 	})
-}
-
-// FreeLoopbackPort asks the kernel for a free loopback UDP port. The socket
-// is closed before the port is bound again, a race only a simulation or a
-// benchmark accepts.
-func FreeLoopbackPort() (netip.AddrPort, error) {
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		return netip.AddrPort{}, fmt.Errorf("config: a free loopback port: %w", err)
-	}
-	defer c.Close()
-	return c.LocalAddr().(*net.UDPAddr).AddrPort(), nil
 }
 
 // MasterConfig returns the link's Simulink master configuration: the

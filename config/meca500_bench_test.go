@@ -97,36 +97,38 @@ func benchRelay(b *testing.B, rate float64, apply string) {
 	p := l.Plant.(*Meca500Plant)
 	p.Address = ln.Addr().String()
 	p.MonitoringInterval.Duration = min(p.MonitoringInterval.Duration, l.Period())
-	listen, err1 := FreeLoopbackPort()
-	bind, err2 := FreeLoopbackPort()
-	if err1 != nil || err2 != nil {
-		b.Skipf("no loopback UDP port: %v %v", err1, err2)
-	}
-	l.UDP.Listen, l.UDP.Bind = listen.String(), bind.String()
 	l.UDP.MaxTimeouts = 50 // a hiccup of this busy machine is no reason to re-handshake
 	ctl, err := l.Controller()
 	if err != nil {
 		b.Fatal(err)
 	}
-	lo := listen.Addr()
+	if err := c.Validate(); err != nil {
+		b.Fatal(err)
+	}
+	// The master binds port 0, our partner is told the bound ports, then
+	// the master is pointed at the partner's.
+	log := slog.New(slog.DiscardHandler)
+	meca, err := l.Build(Env{Logger: log, Ephemeral: true, Loop: lateness{mecaLate}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer meca.Close()
+	from, err1 := meca.Master.LocalAddr()
+	listen, err2 := meca.Master.ListenAddr()
+	if err1 != nil || err2 != nil {
+		b.Fatal(err1, err2)
+	}
 	partner, err := simulink.NewPartner(simulink.PartnerConfig{
-		Listen: netip.AddrPortFrom(lo, 0), Accept: bind, ReplyTo: listen,
+		Listen: netip.AddrPortFrom(listen.Addr(), 0), Accept: from, ReplyTo: listen,
 		MeasureLen: l.Plant.Layout().MeasureLen(), CommandLen: 6, Controller: stamping{ctl, &sent},
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer partner.Close()
-	l.UDP.Remote = partner.Addr().String()
-	if err := c.Validate(); err != nil {
+	if err := meca.Master.SetRemote(partner.Addr()); err != nil {
 		b.Fatal(err)
 	}
-	log := slog.New(slog.DiscardHandler)
-	meca, err := l.Build(Env{Logger: log, Loop: lateness{mecaLate}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer meca.Close()
 	emio, err := c.Links[0].Build(Env{Logger: log, Partner: true, Ephemeral: true, Loop: lateness{emioLate}})
 	if err != nil {
 		b.Fatal(err)

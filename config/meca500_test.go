@@ -344,33 +344,37 @@ func TestMeca500StaleMeasurementAges(t *testing.T) {
 	}
 	l := &c.Links[1]
 	l.Loop.Priority, l.Loop.DMALatency = 0, new(false)
-	listen, err1 := FreeLoopbackPort()
-	bind, err2 := FreeLoopbackPort()
-	if err1 != nil || err2 != nil {
-		t.Skipf("no loopback UDP port: %v %v", err1, err2)
-	}
-	l.UDP.Listen, l.UDP.Bind = listen.String(), bind.String()
 	ctl, err := l.Controller()
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	env := testEnv(t)
+	// Our partner: the master binds port 0 and the partner is told the
+	// bound ports, then the master is pointed at the partner's.
+	env.Partner = false
+	b, err := l.Build(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() }) // idempotent: serveBuilt closes it too
+	from, err1 := b.Master.LocalAddr()
+	listen, err2 := b.Master.ListenAddr()
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
 	rec := &recording{Controller: ctl}
 	partner, err := simulink.NewPartner(simulink.PartnerConfig{
-		Listen: netip.AddrPortFrom(listen.Addr(), 0), Accept: bind, ReplyTo: listen,
+		Listen: netip.AddrPortFrom(listen.Addr(), 0), Accept: from, ReplyTo: listen,
 		MeasureLen: l.Plant.Layout().MeasureLen(), CommandLen: 6, Controller: rec,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { partner.Close() })
-	l.UDP.Remote = partner.Addr().String()
-	if err := c.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	env := testEnv(t)
-	env.Partner, env.Ephemeral = false, false // our partner, on the ports set above
-	b, err := l.Build(env)
-	if err != nil {
+	if err := b.Master.SetRemote(partner.Addr()); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
