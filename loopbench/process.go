@@ -24,12 +24,17 @@ func StartProcess(cmd *exec.Cmd, ready string, wait time.Duration) (stop func(),
 
 // Peer is a process started by StartPeer.
 type Peer struct {
-	cmd  *exec.Cmd
-	out  *lineWriter
-	once sync.Once
-	last string
-	err  error
+	cmd   *exec.Cmd
+	out   *lineWriter
+	first string
+	once  sync.Once
+	last  string
+	err   error
 }
+
+// First returns the first line the peer printed, the one that starts with
+// ready: where a peer bound on port 0 says which port it holds.
+func (p *Peer) First() string { return p.first }
 
 // StartPeer is StartProcess for a peer whose final report matters: Stop
 // returns the last line it printed.
@@ -48,7 +53,7 @@ func StartPeer(cmd *exec.Cmd, ready string, wait time.Duration) (*Peer, error) {
 	select {
 	case line := <-started:
 		if strings.HasPrefix(line, ready) {
-			return &Peer{cmd: cmd, out: out}, nil
+			return &Peer{cmd: cmd, out: out, first: line}, nil
 		}
 		err = fmt.Errorf("loopbench: %s said %q, want %q…", cmd.Path, line, ready)
 	case <-t.C:
