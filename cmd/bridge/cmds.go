@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -242,7 +244,6 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	runCtx, cancel := context.WithTimeout(ctx, *duration)
 	defer cancel()
 	env := config.Env{Logger: logger, Observer: rec, Partner: true, Ephemeral: true}
-	var peer *loopbench.Peer
 	switch *partnerMode {
 	case "external":
 		l.UDP.Remote, l.UDP.Listen, l.UDP.Bind = *remote, *listen, *bind
@@ -251,15 +252,19 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		env.Partner, env.Ephemeral = false, false
 	case "process":
-		if peer, err = startPartnerProcess(ctx, l, doc); err != nil {
-			return err
-		}
-		defer peer.Stop()
-		env.Partner, env.Ephemeral = false, false
+		env.Partner = false // the master on port 0; the process is told its ports
 	}
 	a, err := wire(cfg, "", env, "")
 	if err != nil {
 		return err
+	}
+	var peer *loopbench.Peer
+	if *partnerMode == "process" {
+		if peer, err = startPartnerProcess(ctx, a.links[0].Master, l.Name, doc); err != nil {
+			a.close()
+			return err
+		}
+		defer peer.Stop()
 	}
 	// Say at the start when the plant cannot carry the rate.
 	if c, err := loopbench.ProbePlant(a.links[0].Link.Plant(), 30); err != nil {
@@ -305,37 +310,50 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 // startPartnerProcess runs `bridge partner -json` (this executable) in a
-// process of its own on free loopback ports, with the link's configuration
-// doc for its shape, and points the link at it. The process runs until
+// process of its own, with the link's configuration doc for its shape. The
+// master is bound already: the process is told its ports, binds its own on
+// port 0 and says which (its first line), and the master is pointed there, so
+// no port is free between choosing and binding it. The process runs until
 // Stop, or until ctx is done; either interrupts it, so that it prints its
 // report.
-func startPartnerProcess(ctx context.Context, l *config.Link, doc string) (*loopbench.Peer, error) {
+func startPartnerProcess(ctx context.Context, m *simulink.Master, link, doc string) (*loopbench.Peer, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	listen, err := config.FreeLoopbackPort()
+	replyTo, err := m.ListenAddr()
 	if err != nil {
 		return nil, err
 	}
-	replyTo, err := config.FreeLoopbackPort()
+	from, err := m.LocalAddr()
 	if err != nil {
 		return nil, err
 	}
+	unmap := func(ap netip.AddrPort) string { return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()).String() }
 	file := filepath.Join(os.TempDir(), fmt.Sprintf("bridge-bench-%d.toml", os.Getpid()))
 	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
 		return nil, err
 	}
 	defer os.Remove(file) // read by the partner before it prints its first line
-	cmd := exec.CommandContext(ctx, self, "partner", "-listen", listen.String(), "-accept", "127.0.0.1:0",
-		"-reply-to", replyTo.String(), "-config", file, "-link", l.Name, "-json")
+	cmd := exec.CommandContext(ctx, self, "partner", "-listen", "127.0.0.1:0", "-accept", unmap(from),
+		"-reply-to", unmap(replyTo), "-config", file, "-link", link, "-json")
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	// The partner prints one line once its sockets are bound.
-	peer, err := loopbench.StartPeer(cmd, "partner: listening", 30*time.Second)
+	// The partner prints one line once its sockets are bound:
+	// "partner: listening on ADDR (accepting …".
+	const ready = "partner: listening on "
+	peer, err := loopbench.StartPeer(cmd, ready, 30*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("bridge bench link: %w", err)
 	}
-	l.UDP.Remote, l.UDP.Listen, l.UDP.Bind = listen.String(), replyTo.String(), "127.0.0.1:0"
+	at, _, _ := strings.Cut(strings.TrimPrefix(peer.First(), ready), " ")
+	addr, err := netip.ParseAddrPort(at)
+	if err == nil {
+		err = m.SetRemote(addr)
+	}
+	if err != nil {
+		peer.Stop()
+		return nil, fmt.Errorf("bridge bench link: the partner process said %q, want the address it listens on: %w", peer.First(), err)
+	}
 	return peer, nil
 }
 
