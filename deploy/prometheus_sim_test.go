@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -52,10 +52,11 @@ func TestDashboardQueriesOnRealPrometheus(t *testing.T) {
 	if out, err := exec.Command(goBin, "build", "-o", bridge, "github.com/labbridge/bridge/cmd/bridge").CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/bridge: %v\n%s", err, out)
 	}
-	metricsAddr := freeAddr(t)
 	// The working directory holds no bridge.toml, so sim runs its embedded
-	// default configuration.
-	sim := start(t, dir, bridge, "sim", "-ephemeral", "-metrics", metricsAddr)
+	// default configuration. Each program binds port 0 and says which port
+	// it holds, so no other program can take one in between.
+	sim := start(t, dir, bridge, "sim", "-ephemeral", "-metrics", "127.0.0.1:0")
+	metricsAddr := boundAddr(t, sim, simMetricsRE)
 	waitFor(t, 60*time.Second, "bridge sim serving /metrics", []*process{sim}, func() bool {
 		code, _ := httpGet("http://" + metricsAddr + "/metrics")
 		return code == http.StatusOK
@@ -75,10 +76,9 @@ scrape_configs:
 `, rules, metricsAddr), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	webAddr := freeAddr(t)
 	prom := start(t, dir, promBin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+webAddr)
-	api := "http://" + webAddr
+		"--web.listen-address=127.0.0.1:0")
+	api := "http://" + boundAddr(t, prom, promListeningRE)
 	both := []*process{sim, prom}
 
 	// A few scrapes, so that rate over the test's $__rate_interval has
@@ -243,18 +243,13 @@ func start(t *testing.T, dir, bin string, args ...string) *process {
 	return p
 }
 
-// checkRunning fails the test if a process has exited, or skips it if it
-// exited because its port was taken in the meantime.
+// checkRunning fails the test if a process has exited.
 func checkRunning(t *testing.T, ps []*process) {
 	t.Helper()
 	for _, p := range ps {
 		select {
 		case <-p.done:
-			if out := p.out.String(); strings.Contains(out, "address already in use") {
-				t.Skipf("%s: its port was taken by another program; run the test again:\n%s", p.name, out)
-			} else {
-				t.Fatalf("%s exited: %v\n%s", p.name, p.cmd.ProcessState, out)
-			}
+			t.Fatalf("%s exited: %v\n%s", p.name, p.cmd.ProcessState, p.out.String())
 		default:
 		}
 	}
@@ -278,16 +273,26 @@ func waitFor(t *testing.T, limit time.Duration, what string, ps []*process, cond
 	}
 }
 
-// freeAddr returns a loopback address with a port free a moment ago; a
-// process that then finds it taken makes the test skip (checkRunning).
-func freeAddr(t *testing.T) string {
+// Where each program says the address it bound for port 0: bridge sim's
+// describe line, Prometheus' log line once it listens (the flag's own value
+// is logged before, as "Start listening for connections").
+var (
+	simMetricsRE    = regexp.MustCompile(`metrics: http://(\S+)/metrics`)
+	promListeningRE = regexp.MustCompile(`msg="Listening on" address=(\S+)`)
+)
+
+// boundAddr waits until p prints the address it bound (re's group) and
+// returns it.
+func boundAddr(t *testing.T, p *process, re *regexp.Regexp) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Skipf("no free loopback port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	var addr string
+	waitFor(t, 60*time.Second, p.name+" saying the address it listens on", []*process{p}, func() bool {
+		if m := re.FindStringSubmatch(p.out.String()); m != nil {
+			addr = m[1]
+		}
+		return addr != ""
+	})
+	return addr
 }
 
 type syncBuffer struct {
