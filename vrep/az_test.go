@@ -256,9 +256,9 @@ func TestAZClientFaults(t *testing.T) {
 }
 
 func TestAZClientRefused(t *testing.T) {
-	ln := listen(t)
-	addr := ln.Addr().String()
-	ln.Close()
+	// Bound, never listening: refused, and no other program can take the
+	// port while the test runs.
+	addr, _ := testutil.ClosedTCPPort(t)
 	c, _ := vrep.NewAZClient(addr, time.Second)
 	_, err := c.Exchange(vrep.Request{})
 	var e *vrep.ExchangeError

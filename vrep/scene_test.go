@@ -168,9 +168,9 @@ func TestSceneFailures(t *testing.T) {
 
 // Nothing listening: the device is absent and the message says what to do.
 func TestSceneRefused(t *testing.T) {
-	ln := listen(t)
-	addr := ln.Addr().String()
-	ln.Close()
+	// Bound, never listening: refused, and no other program can take the
+	// port while the test runs.
+	addr, _ := testutil.ClosedTCPPort(t)
 	s, err := vrep.New(vrep.Config{Address: addr})
 	if err != nil {
 		t.Fatal(err)
