@@ -1,16 +1,15 @@
 package metrics
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -55,20 +54,31 @@ func TestRealPrometheusScrapes(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "prometheus.yml")
 	os.WriteFile(cfg, fmt.Appendf(nil, "global:\n  scrape_interval: 200ms\nscrape_configs:\n  - job_name: bridge\n    static_configs:\n      - targets: [%q]\n        labels: {robot: a}\n", target), 0o644)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	web := l.Addr().String()
-	l.Close()
+	// Prometheus binds port 0 and logs the port it holds, so that no other
+	// program can take it between a choice and the bind.
 	cmd := exec.Command(prom, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+web)
-	var logs bytes.Buffer
+		"--web.listen-address=127.0.0.1:0")
+	var logs testutil.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+	listening := regexp.MustCompile(`msg="Listening on" address=(\S+)`)
+	var web string
+	testutil.WaitFor(t, "Prometheus saying the address it listens on", func() bool {
+		select {
+		case <-exited:
+			t.Fatalf("Prometheus exited: %v\n%s", cmd.ProcessState, logs.String())
+		default:
+		}
+		if m := listening.FindStringSubmatch(logs.String()); m != nil {
+			web = m[1]
+		}
+		return web != ""
+	})
 	query := url.QueryEscape(`bridge_loop_ticks_total{job="bridge",robot="a",link="emio"}`)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
