@@ -45,26 +45,39 @@ type rig struct {
 func newRig(t *testing.T, ctl simulink.ControllerSpec, faults *simulink.Faults, period time.Duration) *rig {
 	t.Helper()
 	r := &rig{t: t, clock: realtime.NewClock(), faults: faults, period: period}
-	listen, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	// The master binds port 0 first, the partner is told the master's bound
+	// ports and binds its own on port 0, and the master is pointed at it: no
+	// port is free between choosing and binding it.
+	mc := simulink.DefaultMasterConfig(7, 4)
+	mc.Bind, mc.Listen = netip.AddrPortFrom(lo, 0), netip.AddrPortFrom(lo, 0)
+	var err error
+	if r.master, err = simulink.NewMaster(mc, r.clock, nil); err != nil {
+		t.Fatal(err)
+	}
+	from, err := r.master.LocalAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	replyTo := listen.LocalAddr().(*net.UDPAddr).AddrPort()
-	listen.Close()
+	replyTo, err := r.master.ListenAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
 	c, err := simulink.NewController(ctl, emioDims, float64(time.Second/period))
 	if err != nil {
+		r.master.Close()
 		t.Fatal(err)
 	}
 	r.partner, err = simulink.NewPartner(simulink.PartnerConfig{
-		Listen: netip.AddrPortFrom(lo, 0), Accept: netip.AddrPortFrom(lo, 0), ReplyTo: replyTo,
+		Listen: netip.AddrPortFrom(lo, 0), Accept: from, ReplyTo: replyTo,
 		MeasureLen: 7, CommandLen: 4, Controller: c, Faults: faults,
 	})
 	if err != nil {
+		r.master.Close()
 		t.Fatal(err)
 	}
-	mc := simulink.DefaultMasterConfig(7, 4)
-	mc.Remote, mc.Bind, mc.Listen = r.partner.Addr(), netip.AddrPortFrom(lo, 0), replyTo
-	if r.master, err = simulink.NewMaster(mc, r.clock, nil); err != nil {
+	if err := r.master.SetRemote(r.partner.Addr()); err != nil {
+		r.partner.Close()
+		r.master.Close()
 		t.Fatal(err)
 	}
 	if r.plant, err = sim.NewMotors(sim.DefaultEmio(), r.clock); err != nil {
