@@ -26,30 +26,38 @@ func TestTickWithTapAllocatesNothing(t *testing.T) {
 	clock := realtime.NewClock()
 	dims := simulink.Dims{MeasureLen: 7, CommandLen: 4, Hold: simulink.Span{Off: 3, Len: 4}, Feature: simulink.Span{Off: 0, Len: 3}}
 	period := 20 * time.Millisecond
-	replyConn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Skipf("no UDP socket on loopback: %v", err)
-	}
-	replyTo := replyConn.LocalAddr().(*net.UDPAddr).AddrPort()
-	replyConn.Close()
-	ctl, err := simulink.NewController(simulink.ControllerSpec{Kind: "constant", U: []float64{0.1, 0.2, 0.3, 0.4}}, dims, 50)
-	if err != nil {
-		t.Fatal(err)
-	}
-	partner, err := simulink.NewPartner(simulink.PartnerConfig{
-		Listen: netip.AddrPortFrom(lo, 0), Accept: netip.AddrPortFrom(lo, 0), ReplyTo: replyTo, MeasureLen: 7, CommandLen: 4, Controller: ctl,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer partner.Close()
+	// The master binds port 0 first, the partner is told the master's bound
+	// ports and binds its own on port 0, and the master is pointed at it: no
+	// port is free between choosing and binding it.
 	mc := simulink.DefaultMasterConfig(7, 4)
-	mc.Remote, mc.Bind, mc.Listen = partner.Addr(), netip.AddrPortFrom(lo, 0), replyTo
+	mc.Bind, mc.Listen = netip.AddrPortFrom(lo, 0), netip.AddrPortFrom(lo, 0)
 	master, err := simulink.NewMaster(mc, clock, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer master.Close()
+	from, err := master.LocalAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	replyTo, err := master.ListenAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl, err := simulink.NewController(simulink.ControllerSpec{Kind: "constant", U: []float64{0.1, 0.2, 0.3, 0.4}}, dims, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	partner, err := simulink.NewPartner(simulink.PartnerConfig{
+		Listen: netip.AddrPortFrom(lo, 0), Accept: from, ReplyTo: replyTo, MeasureLen: 7, CommandLen: 4, Controller: ctl,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer partner.Close()
+	if err := master.SetRemote(partner.Addr()); err != nil {
+		t.Fatal(err)
+	}
 	motors, err := sim.NewMotors(sim.DefaultEmio(), clock)
 	if err != nil {
 		t.Fatal(err)
