@@ -4,9 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -91,21 +92,27 @@ func TestBenchLinkHelp(t *testing.T) {
 }
 
 // A configured UDP port that another program holds: the message says which
-// port, who may hold it and what to do; the library's error is kept.
+// port, who may hold it and what to do; the library's error is kept. The
+// test holds a port of its own (port 0, as the kernel picks it) and writes
+// it into the first link's listen, every other configured port 0, so that
+// it never depends on a fixed port being free.
 func TestPortInUseAdvice(t *testing.T) {
-	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.MustParseAddrPort("0.0.0.0:25001")))
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4zero})
 	if err != nil {
-		t.Skipf("port 25001 is taken by another program, so this test cannot take it itself: %v", err)
+		t.Fatal(err)
 	}
 	defer c.Close()
+	held := strconv.Itoa(c.LocalAddr().(*net.UDPAddr).Port)
+	doc := regexp.MustCompile(`(?m)^(bind|listen) = "0\.0\.0\.0:\d+"`).ReplaceAllString(string(defaultconfig.TOML()), `$1 = "0.0.0.0:0"`)
+	doc = strings.Replace(doc, `listen = "0.0.0.0:0"`, `listen = "0.0.0.0:`+held+`"`, 1)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "bridge.toml")
-	if err := os.WriteFile(path, defaultconfig.TOML(), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, _, stderr := runCLI(t, "sim", "-config", path, "-metrics", "")
-	for _, want := range []string{"bridge sim: ", "simulink: bind 0.0.0.0:25001: address already in use",
-		"UDP port 25001 is held by another program (often Simulink on this PC, or another bridge)", `run "bridge sim -ephemeral"`} {
+	for _, want := range []string{"bridge sim: ", "simulink: bind 0.0.0.0:" + held + ": address already in use",
+		"UDP port " + held + " is held by another program (often Simulink on this PC, or another bridge)", `run "bridge sim -ephemeral"`} {
 		if code != 1 || !strings.Contains(stderr, want) {
 			t.Errorf("sim: exit %d, %q; want 1 and %q", code, stderr, want)
 		}
@@ -114,9 +121,9 @@ func TestPortInUseAdvice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lib := fmt.Errorf("link %q: simulink: bind 0.0.0.0:25001: %w", "emio", syscall.EADDRINUSE)
+	lib := fmt.Errorf("link %q: simulink: bind 0.0.0.0:%s: %w", "emio", held, syscall.EADDRINUSE)
 	err = addrInUse("run", cfg, lib)
-	if !errors.Is(err, syscall.EADDRINUSE) || !strings.Contains(err.Error(), `"ss -lunp | grep 25001"`) ||
+	if !errors.Is(err, syscall.EADDRINUSE) || !strings.Contains(err.Error(), `"ss -lunp | grep `+held+`"`) ||
 		!strings.HasPrefix(err.Error(), "bridge run: link \"emio\": simulink: bind") {
 		t.Errorf("run: %v", err)
 	}

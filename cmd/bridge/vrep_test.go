@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/vrep"
 )
 
@@ -68,20 +68,27 @@ func TestSimVREPControl(t *testing.T) {
 	old := simStdin
 	simStdin = pr
 	defer func() { simStdin = old }()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	control := ln.Addr().String()
-	ln.Close()
+	// The scene and the control endpoint bind port 0 and say which ports
+	// they hold, so that no other program can take one in between.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	first, rest, done := startCommand(ctx, t, "sim", "vrep", "-protocol", "zmq", "-listen", "127.0.0.1:0", "-running", "-control", control)
-	m := regexp.MustCompile(` on (127\.0\.0\.1:\d+): `).FindStringSubmatch(first)
-	if m == nil {
-		t.Fatalf("first line %q", first)
+	var out, errb testutil.SyncBuffer
+	var code int
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		code = run(ctx, []string{"sim", "vrep", "-protocol", "zmq", "-listen", "127.0.0.1:0", "-running", "-control", "127.0.0.1:0"}, &out, &errb)
+	}()
+	t.Cleanup(func() { cancel(); <-finished }) // a test that fails early
+	find := func(what string, re *regexp.Regexp) string {
+		t.Helper()
+		var m []string
+		testutil.WaitFor(t, what, func() bool { m = re.FindStringSubmatch(out.String()); return m != nil })
+		return m[1]
 	}
-	r, err := vrep.DialRemote(ctx, vrep.RemoteConfig{Address: m[1], CallTimeout: 10 * time.Second, ClientTimeout: 5 * time.Second})
+	scene := find("the scene's address", regexp.MustCompile(`simulated CoppeliaSim scene .* on (127\.0\.0\.1:\d+): `))
+	control := find("the control's address", regexp.MustCompile(`fault control on http://(127\.0\.0\.1:\d+)`))
+	r, err := vrep.DialRemote(ctx, vrep.RemoteConfig{Address: scene, CallTimeout: 10 * time.Second, ClientTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,15 +114,7 @@ func TestSimVREPControl(t *testing.T) {
 	waitState("typed stop", 0)
 	io.WriteString(pw, "play\n")
 	waitState("typed play", 17)
-	var resp *http.Response
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err = http.Post("http://"+control+"/fault/stop", "text/plain", nil)
-		if err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	resp, err := http.Post("http://"+control+"/fault/stop", "text/plain", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,10 +126,11 @@ func TestSimVREPControl(t *testing.T) {
 	io.WriteString(pw, "status\n")
 	r.Close()
 	cancel()
-	if code := <-done; code != 0 {
-		t.Errorf("exit %d", code)
+	<-finished
+	if code != 0 {
+		t.Errorf("exit %d: %s", code, errb.String())
 	}
-	if out := <-rest; !strings.Contains(out, "simulation stopped, time 0.000 s") || !strings.Contains(out, "fault control on http://") {
+	if out := out.String(); !strings.Contains(out, "simulation stopped, time 0.000 s") {
 		t.Errorf("output %q", out)
 	}
 }
