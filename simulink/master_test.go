@@ -283,6 +283,9 @@ func TestCompatEmioapiPorts(t *testing.T) {
 	cfg.RecvTimeout = replyWait // the ports are the point, not the 0.1 s window
 	m, err := NewMaster(cfg, newMonoClock(), nil)
 	if err != nil {
+		// These fixed ports are the point of the test: the shipped models
+		// send from and to them and cannot be told others. A bridge,
+		// emioapi or Simulink running here may hold them.
 		t.Skipf("emioapi's ports are taken on this machine: %v", err)
 	}
 	defer m.Close()
