@@ -202,8 +202,20 @@ type Lock struct {
 	refitEvery int
 	tol        float64 // ns beyond the band that makes an outlier
 
-	// settled: the lock has locked once, or given up waiting for it.
-	settled atomic.Bool
+	// converged: the lock has locked and its offset has stopped jumping
+	// (offsetSettle after the lock), the estimate the first send waits
+	// for; gaveUp: no fit had locked after settleLocks lock times.
+	converged, gaveUp atomic.Bool
+
+	// The loop's side, written by Next only (on the loop's goroutine):
+	// the tick it returned last and the fit that placed it (its count of
+	// re-locks), so that a call continuing that sequence on the same fit
+	// corrects it by at most maxCorr; onGrid: a tick has been on a locked grid
+	// (uncorrected); ticking: Next was called.
+	lastTick        atomic.Int64
+	lastFit         atomic.Uint64
+	onGrid, ticking atomic.Bool
+	maxCorr         int64
 
 	// Observe's state (obs held).
 	obs     sync.Mutex
@@ -223,13 +235,17 @@ type Lock struct {
 	sinceFit   int // frames pushed since the last refit
 	band       float64
 	locked     bool // the current fit has locked
-	late       int  // consecutive late outliers
-	pushed     int  // frames pushed since the fit started over
-	lockedAt   int  // pushed when the fit locked
-	step       int64
-	frames     uint64
-	relocks    uint64
-	outliers   uint64
+	hasLocked  bool // a fit has locked, this one or one before
+	// bad: the refits since badAt were inconsistent while locked.
+	bad      bool
+	badAt    int64
+	late     int // consecutive late outliers
+	pushed   int // frames pushed since the fit started over
+	lockedAt int // pushed when the fit locked
+	step     int64
+	frames   uint64
+	relocks  uint64
+	outliers uint64
 
 	mu  sync.Mutex // held only to copy pub
 	pub grid
@@ -298,6 +314,7 @@ func New(cfg Config) (*Lock, error) {
 		hull:        make([]int32, 0, window),
 		scratch:     make([]int64, window),
 		step:        int64(nom),
+		maxCorr:     min(int64(maxCorrection), int64(nom)/16),
 	}
 	l.pub = grid{step: l.step, period: l.nominal}
 	return l, nil
@@ -312,8 +329,8 @@ func (l *Lock) Observe(frame uint64, arrival, ready int64) {
 	l.obs.Lock()
 	defer l.obs.Unlock()
 	l.frames++
-	if l.frames >= uint64(settleLocks*l.lockFrames) {
-		l.settled.Store(true)
+	if l.frames >= uint64(settleLocks*l.lockFrames) && !l.hasLocked {
+		l.gaveUp.Store(true)
 	}
 	delay := int64(0)
 	if ready > arrival {
@@ -408,6 +425,7 @@ func (l *Lock) restart() {
 	l.head, l.n = 0, 0
 	l.fitted, l.locked, l.consistent = false, false, false
 	l.band, l.late = 0, 0
+	l.bad = false
 	l.relocks++
 	l.pushed = 0
 }
@@ -433,6 +451,7 @@ func (l *Lock) refit(phase float64) {
 		l.xs[i], l.ys[i] = x, float64(s.arrival-first.arrival)-x*l.nominal
 		sx += x
 	}
+	kept := keptFit{l.f0, l.t0, l.a, l.b, l.band}
 	l.a, l.b = lowerLine(l.xs[:l.n], l.ys[:l.n], sx/float64(l.n), l.hull)
 	l.f0, l.t0, l.fitted = first.frame, first.arrival, true
 
@@ -458,24 +477,51 @@ func (l *Lock) refit(phase float64) {
 	period := l.nominal + l.b
 	consistent := l.band <= l.nominal/4 && math.Abs(ppmOf(l.nominal, period)) <= l.maxPPM
 	l.consistent = consistent
+	newest := *l.at(l.n - 1)
 	switch {
+	case l.locked && !consistent && (!l.bad || newest.arrival-l.badAt < int64(relockTime)):
+		// One inconsistent fit is more likely the estimator than the
+		// stream: the envelope of a short window can pivot on two close
+		// points, and with 2 ms of jitter a fit of the first seconds
+		// swings by a thousand ppm. The last consistent fit stays, and
+		// its grid, unless inconsistency persists (a re-lock would move
+		// the ticks).
+		if !l.bad {
+			l.bad, l.badAt = true, newest.arrival
+		}
+		l.f0, l.t0, l.a, l.b, l.band = kept.f0, kept.t0, kept.a, kept.b, kept.band
+		l.consistent = true
+		l.publish(phase)
+		return
 	case l.locked && !consistent:
 		// The fit no longer describes the stream: start over from the
 		// newest frame.
-		newest := *l.at(l.n - 1)
 		l.restart()
 		l.push(newest)
 		l.publish(phase)
 		return
 	case !l.locked && consistent && l.n >= l.lockFrames:
-		l.locked = true
+		l.locked, l.hasLocked = true, true
 		l.lockedAt = l.pushed
-		l.settled.Store(true)
 	}
+	if l.locked && l.pushed-l.lockedAt >= l.slewAfter {
+		// The offset no longer jumps: what moves the grid now is slewed
+		// within a few ticks.
+		l.converged.Store(true)
+	}
+	l.bad = false
 	if l.locked {
 		l.step = int64(math.Round(period))
 	}
 	l.publishFit(phase, offset)
+}
+
+// keptFit is a fit's line and band, restored when a refit is not trusted.
+type keptFit struct {
+	f0   uint64
+	t0   int64
+	a, b float64
+	band float64
 }
 
 // publish publishes the counters and the newest arrival, keeping the grid.
@@ -508,8 +554,11 @@ func (l *Lock) publishFit(phase float64, offset int64) {
 	l.mu.Unlock()
 }
 
-// offsetSettle is how long after the lock the offset still jumps.
-const offsetSettle = 2 * time.Second
+// offsetSettle is how long after the lock the offset still jumps, and the
+// first send waits: in the first second after the lock the grid moves by up
+// to a millisecond (measured: docs/realtime.md §16), which the ticks would
+// have to slew over while sending.
+const offsetSettle = time.Second
 
 // offsetSlew is how far the ticks' offset may move in one period: a new
 // p99 of the readiness becomes an interval at most this far from the
@@ -557,11 +606,20 @@ func (l *Lock) snapshot() grid {
 // that overran calls Next again to skip ticks, and counts them). While
 // Locking it follows the provisional fit once it has a few consistent
 // frames, else it is prev plus the nominal period (or the last estimated
-// one after a lock was lost). Locked or Lost (the flywheel), it is the first instant of
-// the locked grid, each predicted frame instant plus the offset, at least
-// half a period after prev: ticks are never closer than half a period, and a
-// new phase moves them by at most one period. It does not allocate.
+// one after a lock was lost). Locked or Lost (the flywheel), it is the first
+// instant of the locked grid, each predicted frame instant plus the offset,
+// at least half a period after prev: ticks are never closer than half a
+// period, and a new phase moves them by at most one period.
+//
+// When prev is the tick Next returned last and the fit that placed it is
+// still the one in use, the tick is at most maxCorrection (50 µs) from prev
+// plus the period: a refit that moves the grid is slewed over as many ticks
+// as it needs, never a step of the send grid (docs/framelock.md "Ticks").
+// Any other prev (the first tick, a tick after a re-lock or after the free
+// run) goes onto the grid at once. Next is called by one goroutine, the
+// loop's. It does not allocate.
 func (l *Lock) Next(prev, now int64) int64 {
+	cont := prev != 0 && prev == l.lastTick.Load()
 	if prev == 0 {
 		prev = now
 	}
@@ -571,18 +629,42 @@ func (l *Lock) Next(prev, now int64) int64 {
 	// lasts, its phase is right, so no tick reads a frame twice then.
 	if g.locked || g.fitted {
 		if t, ok := g.tickAtOrAfter(prev + int64(math.Ceil(g.period/2))); ok && t > prev {
+			target := t
+			if cont && g.relocks == l.lastFit.Load() {
+				base := prev + int64(math.Round(g.period))
+				t = min(max(t, base-l.maxCorr), base+l.maxCorr)
+			}
+			if g.locked && t == target && l.converged.Load() {
+				l.onGrid.Store(true)
+			}
+			l.lastTick.Store(t)
+			l.lastFit.Store(g.relocks)
+			l.ticking.Store(true)
 			return t
 		}
 	}
+	l.lastTick.Store(0)
+	l.ticking.Store(true)
 	return prev + g.step
 }
 
+// maxCorrection is how far Next moves a tick off the previous one plus the
+// period to follow the grid: with the period's own error (a few ppm once
+// locked), every send interval stays within 100 µs of the camera's.
+const maxCorrection = 50 * time.Microsecond
+
 // Settled reports whether the ticks are on the camera's grid for good:
-// the lock has locked once (a re-lock later moves the grid by at most a
+// the lock has locked once and a tick placed by Next has reached its grid
+// (when a loop ticks on it; a re-lock later moves the grid by at most a
 // period), or, on a camera it cannot lock on, three times the lock's time
 // has passed, so that a link waiting for it waits no longer. Until then a
 // link sends no measurement (docs/framelock.md "Ticks"). Any goroutine.
-func (l *Lock) Settled() bool { return l.settled.Load() }
+func (l *Lock) Settled() bool {
+	if l.gaveUp.Load() {
+		return true
+	}
+	return l.converged.Load() && (l.onGrid.Load() || !l.ticking.Load())
+}
 
 // settleLocks is how many lock times a camera that does not lock is given.
 const settleLocks = 3

@@ -316,8 +316,9 @@ func TestConcurrent(t *testing.T) {
 	}
 }
 
-// A lock settles when it first locks, and a camera it cannot lock on is
-// given three lock times before the link stops waiting for it.
+// A lock settles a second after it first locks (the offset has stopped
+// jumping), and a camera it cannot lock on is given three lock times before
+// the link stops waiting for it.
 func TestSettled(t *testing.T) {
 	l := mustNew(t, Config{Nominal: time.Second / 30})
 	if l.Settled() {
@@ -328,9 +329,13 @@ func TestSettled(t *testing.T) {
 	if l.Settled() {
 		t.Fatal("settled after half a second, before the lock")
 	}
-	last := feed(l, cam, simStart+int64(2*time.Second))
+	last := feed(l, cam, simStart+int64(1500*time.Millisecond))
+	if st := l.Status(last.arrival); st.State != Locked || l.Settled() {
+		t.Fatalf("%v after 1.5 s, settled %v; want locked, not settled yet", st.State, l.Settled())
+	}
+	last = feed(l, cam, simStart+int64(3*time.Second))
 	if st := l.Status(last.arrival); st.State != Locked || !l.Settled() {
-		t.Fatalf("%v after 2 s, settled %v; want locked and settled", st.State, l.Settled())
+		t.Fatalf("%v after 3 s, settled %v; want locked and settled", st.State, l.Settled())
 	}
 
 	wrong := mustNew(t, Config{Nominal: time.Second / 25}) // a 30 fps camera said to be 25

@@ -21,6 +21,9 @@ type camSim struct {
 	ideal              float64 // ns since start, of frame n
 	n                  uint64
 	lost               func(n uint64) bool // frames the host never gets
+	// late, when set, draws each frame's arrival delay instead of the
+	// uniform [0, jitter].
+	late func(r *rand.Rand) int64
 }
 
 // frameEv is one frame as the camera goroutine sees it, with the truth.
@@ -42,7 +45,11 @@ func (c *camSim) next() frameEv {
 	for {
 		per := c.nominal / (1 + c.ppm(c.ideal)*1e-6)
 		ev := frameEv{n: c.n, period: per}
-		ev.arrival = c.start + int64(c.ideal) + c.rng.Int64N(c.jitter+1)
+		if c.late != nil {
+			ev.arrival = c.start + int64(c.ideal) + c.late(c.rng)
+		} else {
+			ev.arrival = c.start + int64(c.ideal) + c.rng.Int64N(c.jitter+1)
+		}
 		ev.ready = ev.arrival + c.trackMin + c.rng.Int64N(c.trackMax-c.trackMin+1)
 		c.ideal += per
 		c.n++
@@ -60,6 +67,7 @@ type tickRec struct {
 	expected uint64
 	expOK    bool
 	state    State
+	settled  bool // Settled at the deadline: the link sends from the first such tick
 }
 
 type simResult struct {
@@ -102,7 +110,7 @@ func simulate(t testing.TB, l *Lock, next func() frameEv, start int64, d, warm t
 			ev = next()
 		}
 		exp, ok := l.Expected(deadline)
-		r.ticks = append(r.ticks, tickRec{deadline: deadline, read: pub, have: have, expected: exp, expOK: ok, state: l.Status(deadline).State})
+		r.ticks = append(r.ticks, tickRec{deadline: deadline, read: pub, have: have, expected: exp, expOK: ok, state: l.Status(deadline).State, settled: l.Settled()})
 		nx := l.Next(deadline, deadline)
 		if nx <= deadline {
 			t.Fatalf("Next(%d) = %d, not after", deadline, nx)
