@@ -210,12 +210,13 @@ type Lock struct {
 	// The loop's side, written by Next only (on the loop's goroutine):
 	// the tick it returned last and the fit that placed it (its count of
 	// re-locks), so that a call continuing that sequence on the same fit
-	// corrects it by at most maxCorr; onGrid: a tick has been on a locked grid
+	// corrects it by at most maxCorr (onFit: that tick continues a
+	// sequence on a fit); onGrid: a tick has been on a locked grid
 	// (uncorrected); ticking: Next was called.
-	lastTick        atomic.Int64
-	lastFit         atomic.Uint64
-	onGrid, ticking atomic.Bool
-	maxCorr         int64
+	lastTick               atomic.Int64
+	lastFit                atomic.Uint64
+	onFit, onGrid, ticking atomic.Bool
+	maxCorr                int64
 
 	// Observe's state (obs held).
 	obs     sync.Mutex
@@ -619,18 +620,20 @@ func (l *Lock) snapshot() grid {
 // run) goes onto the grid at once. Next is called by one goroutine, the
 // loop's. It does not allocate.
 func (l *Lock) Next(prev, now int64) int64 {
-	cont := prev != 0 && prev == l.lastTick.Load()
+	cont := prev != 0 && prev == l.lastTick.Load() && l.onFit.Load()
 	if prev == 0 {
 		prev = now
 	}
 	g := l.snapshot()
+	// cont: prev is the last tick Next placed, following this fit.
+	cont = cont && g.relocks == l.lastFit.Load()
 	// While locking, the provisional fit already places the ticks after
 	// the frames: its period may be off by a percent for the second it
 	// lasts, its phase is right, so no tick reads a frame twice then.
 	if g.locked || g.fitted {
 		if t, ok := g.tickAtOrAfter(prev + int64(math.Ceil(g.period/2))); ok && t > prev {
 			target := t
-			if cont && g.relocks == l.lastFit.Load() {
+			if cont {
 				base := prev + int64(math.Round(g.period))
 				t = min(max(t, base-l.maxCorr), base+l.maxCorr)
 			}
@@ -639,13 +642,18 @@ func (l *Lock) Next(prev, now int64) int64 {
 			}
 			l.lastTick.Store(t)
 			l.lastFit.Store(g.relocks)
+			l.onFit.Store(true)
 			l.ticking.Store(true)
 			return t
 		}
 	}
-	l.lastTick.Store(0)
+	// The free run. A fit that was followed and is only inconsistent for
+	// a refit or two is slewed back to; any other fit is gone onto at once.
+	t := prev + g.step
+	l.lastTick.Store(t)
+	l.onFit.Store(cont)
 	l.ticking.Store(true)
-	return prev + g.step
+	return t
 }
 
 // maxCorrection is how far Next moves a tick off the previous one plus the

@@ -127,3 +127,121 @@ func TestSendGridSteps(t *testing.T) {
 		})
 	}
 }
+
+// sentDeviations returns, for the ticks from the first Settled one on, each
+// interval's deviation from the camera's true period then (that of the frame
+// the tick read), and the index of the first sent tick.
+func sentDeviations(r simResult) (devs []int64, first int) {
+	first = slices.IndexFunc(r.ticks, func(tk tickRec) bool { return tk.settled })
+	if first < 0 {
+		return nil, -1
+	}
+	period := func(n uint64) float64 {
+		i, ok := slices.BinarySearchFunc(r.frames, n, func(ev frameEv, n uint64) int {
+			switch {
+			case ev.n < n:
+				return -1
+			case ev.n > n:
+				return 1
+			}
+			return 0
+		})
+		if !ok && i == len(r.frames) {
+			i--
+		}
+		return r.frames[i].period
+	}
+	for i := first + 1; i < len(r.ticks); i++ {
+		d := float64(r.ticks[i].deadline-r.ticks[i-1].deadline) - period(r.ticks[i].read)
+		devs = append(devs, int64(math.Abs(d)))
+	}
+	return devs, first
+}
+
+// A crystal warming fast, 300 → 240 ppm in two minutes (30 times the drift
+// TestLockFollowsCamera has): the grid follows it by corrections each within
+// the bound, and the sent ticks read each frame once, the one Expected names.
+func TestSendGridTracksDrift(t *testing.T) {
+	for _, fps := range []int{30, 90} {
+		t.Run(itoa(fps)+"fps", func(t *testing.T) {
+			nom := time.Second / time.Duration(fps)
+			l := mustNew(t, Config{Nominal: nom})
+			cam := newCam(fps, 0, 21+uint64(fps), simStart+3_000_000)
+			cam.ppm = func(t float64) float64 { return 300 - 60*t/float64(2*time.Minute) }
+			r := simulate(t, l, cam.next, simStart, 2*time.Minute, warmTime)
+			devs, first := sentDeviations(r)
+			if first < 0 {
+				t.Fatal("never settled")
+			}
+			if mx := slices.Max(devs); mx > int64(maxStep) {
+				t.Errorf("a send interval %v off the camera's period, want ≤ %v", time.Duration(mx), maxStep)
+			}
+			d, s, m := reads(r.ticks, first+1)
+			st := l.Status(r.ticks[len(r.ticks)-1].deadline)
+			// The estimate is the mean period over the 40 s window: the
+			// camera's of 20 s ago (10 ppm behind at 0.5 ppm/s).
+			mid := r.frames[len(r.frames)-1-int(DefaultWindowTime/2/nom)].period
+			if e := math.Abs(st.Period/mid-1) * 1e6; e > 1 {
+				t.Errorf("period %.1f ns at the end, %.2f ppm off the camera's of half a window ago", st.Period, e)
+			}
+			if d != 0 || s != 0 || m != 0 || st.Relocks != 0 {
+				t.Errorf("%d doubles, %d skips, %d reads not the expected frame; %+v", d, s, m, st)
+			}
+			t.Logf("max send-interval deviation %v over %d intervals; %+v", time.Duration(slices.Max(devs)), len(devs), st)
+		})
+	}
+}
+
+// Frames stop for 2 s and come back: on the same phase with frame numbers
+// that went on (a stalled USB transfer), the flywheel keeps every send
+// interval within the bound and no re-lock happens; replugged, at a new
+// phase with numbers from 0, the grid moves once (the one interval outside
+// the bound, a re-lock), and every other interval is within it.
+func TestSendGridAfterGap(t *testing.T) {
+	const fps = 30
+	nom := time.Second / fps
+	for _, replug := range []bool{false, true} {
+		name := "stall"
+		if replug {
+			name = "replug"
+		}
+		t.Run(name, func(t *testing.T) {
+			l := mustNew(t, Config{Nominal: nom})
+			a := newCam(fps, 150, 31, simStart+4_000_000)
+			stop := simStart + int64(15*time.Second)
+			back := stop + int64(2*time.Second)
+			b := newCam(fps, 150, 32, back+int64(nom)*41/100)
+			next := func() frameEv {
+				for {
+					ev := a.next()
+					if replug && ev.arrival >= stop {
+						return b.next()
+					}
+					if ev.arrival < stop || ev.arrival >= back {
+						return ev
+					}
+				}
+			}
+			r := simulate(t, l, next, simStart, 30*time.Second, warmTime)
+			devs, first := sentDeviations(r)
+			if first < 0 {
+				t.Fatal("never settled")
+			}
+			var big []int64
+			for _, d := range devs {
+				if d > int64(maxStep) {
+					big = append(big, d)
+				}
+			}
+			st := l.Status(r.ticks[len(r.ticks)-1].deadline)
+			want := 0
+			if replug {
+				want = 1
+			}
+			if len(big) != want || st.Relocks != uint64(want) || st.State != Locked {
+				t.Errorf("%d send intervals beyond %v (%v), want %d; %+v", len(big), maxStep, big, want, st)
+			}
+			t.Logf("%d intervals beyond the bound (%v); %+v", len(big), big, st)
+		})
+	}
+}
