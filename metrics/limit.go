@@ -31,6 +31,9 @@ const (
 	snapshotInFlight = 2 // /status.json: a snapshot of every link
 	cameraInFlight   = 2 // /camera/: a JPEG encoded per request
 	pageInFlight     = 8 // the rest of the status page
+	// handlersRunning is how many handlers run Go code at once, every
+	// endpoint together (cpuGate).
+	handlersRunning = 1
 )
 
 // shedResponse is written to a connection accepted beyond the limit, before
@@ -81,8 +84,14 @@ type limitConn struct {
 	l       *limitListener
 	waiting atomic.Int64 // l.now() when it was admitted or last went idle
 	serving atomic.Bool  // a request is in a handler or its answer is being sent
-	once    sync.Once
-	err     error
+	// gated is the cpuGate in which this connection's handler holds a
+	// place, nil outside one. It is used by the connection's serving
+	// goroutine only: its handler and its writes (HTTP/1 runs a handler on
+	// the goroutine that reads and answers the connection; the server's
+	// background read only reads).
+	gated cpuGate
+	once  sync.Once
+	err   error
 }
 
 // Close releases the connection's place; closing twice (an eviction, then
@@ -93,6 +102,20 @@ func (c *limitConn) Close() error {
 		c.err = c.Conn.Close()
 	})
 	return c.err
+}
+
+// Write gives the connection's place in the CPU gate up while the answer is
+// written, which waits on the client when the socket's buffer is full: a
+// client that reads slowly must not hold the place other handlers need.
+func (c *limitConn) Write(b []byte) (int, error) {
+	g := c.gated
+	if g == nil {
+		return c.Conn.Write(b)
+	}
+	g.leave()
+	n, err := c.Conn.Write(b)
+	g.enter()
+	return n, err
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -227,6 +250,41 @@ func serving(h http.Handler) http.Handler {
 		if lc, ok := r.Context().Value(connKey{}).(*limitConn); ok {
 			lc.serving.Store(true)
 		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// cpuGate bounds how many handlers run Go code at once. Without it, 500
+// clients kept up to 20 handlers runnable (every endpoint's budget), more
+// than the process has Ps for: a link's loop thread, waking from its sleep
+// without a P (the runtime hands an idle syscall's P to runnable work, and
+// preempts a goroutine that kept its P for 10 ms), then waited behind them
+// in the run queue, up to 134 ms at 1 kHz (docs/realtime.md §3). Waiting
+// for a place parks a handler's goroutine: it is not runnable and takes no
+// P. A handler gives its place up while its answer is written to a slow
+// client (limitConn.Write). /healthz stays outside: it costs nothing and
+// must answer while a scrape runs.
+type cpuGate chan struct{}
+
+func newCPUGate(n int) cpuGate { return make(cpuGate, n) }
+
+func (g cpuGate) enter() { g <- struct{}{} }
+func (g cpuGate) leave() { <-g }
+
+// gated runs h inside g.
+func gated(g cpuGate, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.enter()
+		lc, _ := r.Context().Value(connKey{}).(*limitConn)
+		if lc != nil {
+			lc.gated = g
+		}
+		defer func() {
+			if lc != nil {
+				lc.gated = nil
+			}
+			g.leave()
+		}()
 		h.ServeHTTP(w, r)
 	})
 }

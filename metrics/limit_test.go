@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/labbridge/bridge/internal/testutil"
 )
@@ -313,4 +315,99 @@ func TestServerClosesSlowAndIdle(t *testing.T) {
 	}
 	wg.Go(func() { waitClosed(t, c, "idle keep-alive") })
 	wg.Wait()
+}
+
+// One handler runs at a time, every endpoint together, but /healthz: a
+// handler holding the gate keeps the next one out (parked, not runnable)
+// while the health check answers.
+func TestCPUGateRunsOneHandlerAtATime(t *testing.T) {
+	entered := make(chan string, 2)
+	release := make(chan struct{})
+	index := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered <- r.URL.Path
+		<-release
+		_, _ = io.WriteString(w, "index\n")
+	})
+	gatherer := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		entered <- "/metrics"
+		return nil, nil
+	})
+	srv, err := ListenWith("127.0.0.1:0", gatherer, func() error { return nil }, index, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	base := "http://" + srv.Addr().String()
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 60 * time.Second}
+	var wg sync.WaitGroup
+	defer func() {
+		wg.Wait()
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve = %v", err)
+		}
+	}()
+
+	wg.Go(func() { _, _ = getWith(client, base+"/status.json") })
+	if got := <-entered; got != "/status.json" {
+		t.Fatalf("entered %s, want /status.json", got)
+	}
+	wg.Go(func() { _, _ = getWith(client, base+"/metrics") })
+	// The health check answers past the held gate; by then the scrape has
+	// long been read and waits for its place.
+	if code, body := getWith(client, base+"/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz while a handler holds the gate = %d %q, want 200", code, body)
+	}
+	select {
+	case got := <-entered:
+		t.Errorf("%s ran while /status.json held the gate", got)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	if got := <-entered; got != "/metrics" {
+		t.Errorf("after the release %s entered, want /metrics", got)
+	}
+}
+
+// blockingConn's Write waits until unblock is closed.
+type blockingConn struct {
+	net.Conn
+	writing chan struct{}
+	unblock chan struct{}
+}
+
+func (c *blockingConn) Write(b []byte) (int, error) {
+	close(c.writing)
+	<-c.unblock
+	return len(b), nil
+}
+
+// A handler's answer written to a client that does not read gives its place
+// in the gate up until the write returns, and takes it back before the
+// handler goes on.
+func TestCPUGateLeftWhileWriting(t *testing.T) {
+	g := newCPUGate(1)
+	bc := &blockingConn{writing: make(chan struct{}), unblock: make(chan struct{})}
+	lc := &limitConn{Conn: bc}
+	g.enter()
+	lc.gated = g
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := lc.Write([]byte("HTTP/1.1 200 OK\r\n"))
+		wrote <- err
+	}()
+	<-bc.writing
+	// The writer left: another handler gets in while the client stalls.
+	g.enter()
+	g.leave()
+	close(bc.unblock)
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	if len(g) != 1 {
+		t.Fatalf("after the write the gate holds %d, want the writer's 1", len(g))
+	}
+	g.leave()
 }

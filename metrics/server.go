@@ -66,6 +66,11 @@ func Listen(addr string, gatherer prometheus.Gatherer, health func() error, logg
 // "/" and what lies under it (the status page). A nil index serves a short
 // text index of the routes at "/" only.
 func ListenWith(addr string, gatherer prometheus.Gatherer, health func() error, index http.Handler, logger *slog.Logger) (*Server, error) {
+	return listenWith(addr, gatherer, health, index, logger, handlersRunning)
+}
+
+// listenWith is ListenWith with running handlers at once (cpuGate).
+func listenWith(addr string, gatherer prometheus.Gatherer, health func() error, index http.Handler, logger *slog.Logger, running int) (*Server, error) {
 	if gatherer == nil {
 		return nil, fmt.Errorf("%w: listen %q: nil gatherer", ErrInvalid, addr)
 	}
@@ -75,12 +80,14 @@ func ListenWith(addr string, gatherer prometheus.Gatherer, health func() error, 
 	errLog := slog.NewLogLogger(logger.Handler(), slog.LevelError)
 
 	mux := http.NewServeMux()
-	// Each endpoint has its own budget of requests in flight (limit.go).
-	mux.Handle("/metrics", inFlight(metricsInFlight, promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{
+	// Each endpoint has its own budget of requests in flight, and the
+	// admitted ones but /healthz's share the CPU gate (limit.go).
+	gate := newCPUGate(running)
+	mux.Handle("/metrics", inFlight(metricsInFlight, gated(gate, promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{
 		ErrorLog:      errLog,
 		ErrorHandling: promhttp.ContinueOnError, // a broken collector must not hide the others
 		Timeout:       writeTimeout - time.Second,
-	})))
+	}))))
 	mux.Handle("GET /healthz", inFlight(healthzInFlight, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		plainText(w)
 		if health != nil {
@@ -94,9 +101,9 @@ func ListenWith(addr string, gatherer prometheus.Gatherer, health func() error, 
 	})))
 	if index != nil {
 		// The snapshot and the thumbnails allocate: a budget each.
-		mux.Handle("/status.json", inFlight(snapshotInFlight, index))
-		mux.Handle("/camera/", inFlight(cameraInFlight, index))
-		mux.Handle("/", inFlight(pageInFlight, index))
+		mux.Handle("/status.json", inFlight(snapshotInFlight, gated(gate, index)))
+		mux.Handle("/camera/", inFlight(cameraInFlight, gated(gate, index)))
+		mux.Handle("/", inFlight(pageInFlight, gated(gate, index)))
 	} else {
 		mux.Handle("GET /{$}", inFlight(pageInFlight, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			plainText(w)

@@ -258,7 +258,9 @@ func TestServerInFlightBudgets(t *testing.T) {
 		<-release
 		_, _ = io.WriteString(w, "index\n")
 	})
-	srv, err := ListenWith("127.0.0.1:0", gatherer, nil, index, nil)
+	// Handlers that wait hold their place in the CPU gate: a gate as wide
+	// as the budgets, so that the budgets are what this test meets.
+	srv, err := listenWith("127.0.0.1:0", gatherer, nil, index, nil, maxConns)
 	if err != nil {
 		t.Fatal(err)
 	}
