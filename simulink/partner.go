@@ -7,12 +7,12 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/labbridge/bridge/plant"
+	"github.com/labbridge/bridge/realtime"
 )
 
 // PartnerConfig configures a Partner. The defaults of the protocol are a
@@ -48,6 +48,13 @@ type PartnerConfig struct {
 	Faults *Faults
 	// Logger receives start and stop messages; nil discards them.
 	Logger *slog.Logger
+	// Priority, 1..99, runs the receive loop on a locked OS thread at this
+	// SCHED_FIFO priority, waiting with ppoll on raw sockets, as the
+	// master's loop does; a built-in partner takes its link loop's. 0, or a
+	// process not permitted SCHED_FIFO (NewPartner warns once), receives on
+	// a goroutine through the netpoller, which is the faster of the two only
+	// on an idle machine (docs/realtime.md §7.3).
+	Priority int
 }
 
 // PartnerStats are a Partner's counters since NewPartner.
@@ -98,19 +105,24 @@ type Partner struct {
 	delay                 bool
 	log                   *slog.Logger
 	epoch                 time.Time
-	// lockThread pins the receive goroutine to its OS thread. It stays off:
-	// the netpoller's hand-off to a locked thread costs more than it saves
-	// (BenchmarkPartnerAt1kHz on 2 cores: round trip p50 ≈ 20 µs unlocked,
-	// 32–50 µs locked, and a p99 several times worse).
-	lockThread bool
+	// priority > 0 is the FIFO mode: rt's raw sockets, served by rtLoop.
+	// Never a locked goroutine on the netpoller: the hand-off to a locked
+	// thread costs more than it saves (docs/realtime.md §7).
+	priority int
+	thread   atomic.Pointer[realtime.Settings] // what rtLoop's thread got
+	tid      atomic.Int64                      // rtLoop's thread while it runs
 
 	// sock guards the sockets' lifecycle: bound by NewPartner, closed when
 	// Serve returns, bound again on the same address by the next Serve,
 	// closed for good by Close. The serving goroutines read rx and tx
 	// without it: they are set only while none runs.
-	sock      sync.Mutex
-	rx, tx    *net.UDPConn
-	open      bool
+	sock   sync.Mutex
+	rx, tx *net.UDPConn // netpoller mode
+	rt     *partnerRT   // FIFO mode
+	open   bool
+	// released is closed by a FIFO-mode Serve once it has released the
+	// sockets, for a Close that stopped it; nil while none serves.
+	released  chan struct{}
 	closed    bool
 	addr      netip.AddrPort // fixed by NewPartner, kept across Serves
 	replyAddr netip.AddrPort
@@ -196,6 +208,14 @@ func newPartner(cfg PartnerConfig, kernelStamps bool) (*Partner, error) {
 	if cfg.Faults != nil {
 		p.faults = newFaultInjector(cfg.Faults, len(p.wbuf))
 	}
+	if cfg.Priority > 0 {
+		if err := probeFIFO(cfg.Priority); err != nil {
+			p.log.Warn("simulink: partner: SCHED_FIFO not permitted, the receive loop waits on the netpoller; grant LimitRTPRIO or CAP_SYS_NICE for replies within a 1 kHz window on a busy machine",
+				"listen", cfg.Listen, "priority", cfg.Priority, "err", err.Error())
+		} else {
+			p.priority = cfg.Priority
+		}
+	}
 	if err := p.bind(cfg.Listen); err != nil {
 		return nil, err
 	}
@@ -221,6 +241,9 @@ func validatePartnerConfig(cfg *PartnerConfig) error {
 	if !cfg.ReplyTo.Addr().IsValid() || cfg.ReplyTo.Addr().IsUnspecified() || cfg.ReplyTo.Port() == 0 {
 		return bad("ReplyTo", "%v, want a host and a non-zero port such as 127.0.0.1:25001", cfg.ReplyTo)
 	}
+	if cfg.Priority < 0 || cfg.Priority > realtime.MaxPriority {
+		return bad("Priority", "%d, want 0 (a goroutine on the netpoller) or 1..%d (SCHED_FIFO)", cfg.Priority, realtime.MaxPriority)
+	}
 	if cfg.Faults != nil {
 		if err := cfg.Faults.validate(); err != nil {
 			return err
@@ -238,6 +261,9 @@ func validatePartnerConfig(cfg *PartnerConfig) error {
 // bind opens the listen socket and the reply socket.
 func (p *Partner) bind(listen netip.AddrPort) error {
 	listen = netip.AddrPortFrom(listen.Addr().Unmap(), listen.Port())
+	if p.priority > 0 {
+		return p.bindRT(listen)
+	}
 	rx, err := net.ListenUDP(partnerNetwork(listen.Addr()), net.UDPAddrFromAddrPort(listen))
 	if err != nil {
 		return fmt.Errorf("simulink: partner listen on %v: %w", listen, err)
@@ -275,12 +301,7 @@ func (p *Partner) bind(listen netip.AddrPort) error {
 	srcAddr := src.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap()
 	src.Close()
 	p.rx, p.tx, p.open = rx, tx, true
-	p.kernelClock = kernel
-	if kernel {
-		p.timing.SetClock(ClockKernel)
-	} else {
-		p.timing.SetClock(ClockUser)
-	}
+	p.setClock(kernel)
 	if !p.addr.IsValid() { // the first bind fixes the port; rebinds reuse it
 		p.addr = partnerUnmap(rx.LocalAddr().(*net.UDPAddr).AddrPort())
 	}
@@ -288,12 +309,26 @@ func (p *Partner) bind(listen netip.AddrPort) error {
 	return nil
 }
 
-// release closes the sockets if they are open; the caller holds sock.
+// setClock records whether the sends are timed by the kernel.
+func (p *Partner) setClock(kernel bool) {
+	p.kernelClock = kernel
+	if kernel {
+		p.timing.SetClock(ClockKernel)
+	} else {
+		p.timing.SetClock(ClockUser)
+	}
+}
+
+// release closes the sockets if they are open; the caller holds sock. In
+// the FIFO mode no serving goroutine may use them any more.
 func (p *Partner) release() error {
 	if !p.open {
 		return nil
 	}
 	p.open = false
+	if p.priority > 0 {
+		return p.rt.close()
+	}
 	return errors.Join(p.rx.Close(), p.tx.Close())
 }
 
@@ -365,8 +400,17 @@ func (p *Partner) Restart() {
 // Idempotent; a later Serve returns ErrPartnerClosed.
 func (p *Partner) Close() error {
 	p.sock.Lock()
-	defer p.sock.Unlock()
 	p.closed = true
+	if released := p.released; released != nil {
+		// FIFO mode: the sockets are closed only once the receive thread
+		// and the delay sender have returned, so that no descriptor is
+		// closed (and perhaps reused) under a system call; Serve does it.
+		p.rt.kick()
+		p.sock.Unlock()
+		<-released
+		return nil
+	}
+	defer p.sock.Unlock()
 	return p.release()
 }
 
@@ -387,6 +431,11 @@ func (p *Partner) Serve(ctx context.Context) error {
 	stop := make(chan struct{})
 	errc := make(chan error, 1)
 	var wg sync.WaitGroup
+	if p.priority > 0 {
+		err := p.serveRT(ctx, stop, errc, &wg)
+		p.logStopped(err)
+		return err
+	}
 	wg.Go(func() { errc <- p.receiveLoop() })
 	if p.faults != nil && p.faults.delay > 0 {
 		wg.Go(func() { p.delayLoop(stop) })
@@ -402,13 +451,49 @@ func (p *Partner) Serve(ctx context.Context) error {
 		p.stopServing()
 	}
 	wg.Wait()
+	p.logStopped(err)
+	return err
+}
+
+// serveRT is Serve in the FIFO mode: the receive thread and the delay
+// sender stop first, then the sockets are released, so that no descriptor
+// is closed under a system call.
+func (p *Partner) serveRT(ctx context.Context, stop chan struct{}, errc chan error, wg *sync.WaitGroup) error {
+	released := make(chan struct{})
+	p.sock.Lock()
+	p.released = released
+	p.sock.Unlock()
+	wg.Go(func() { errc <- p.rtLoop() })
+	if p.faults != nil && p.faults.delay > 0 {
+		wg.Go(func() { p.delayLoop(stop) })
+	}
+	var err error
+	select {
+	case <-ctx.Done():
+		p.rt.kick() // the eventfd stays open until the release below
+		err = <-errc
+	case err = <-errc: // Close, or a socket error
+	}
+	close(stop)
+	wg.Wait()
+	p.sock.Lock()
+	if rerr := p.release(); err == nil && rerr != nil {
+		err = fmt.Errorf("simulink: partner on %v: close: %w", p.addr, rerr)
+	}
+	p.released = nil
+	close(released)
+	p.sock.Unlock()
+	return err
+}
+
+// logStopped says that Serve returned, with the counters.
+func (p *Partner) logStopped(err error) {
 	s := p.Stats()
 	attrs := []any{"listen", p.addr, "received", s.Received, "replied", s.Replied, "dropped", s.Dropped, "faulted", s.Faulted, "send_errors", s.SendErrors}
 	if err != nil {
 		attrs = append(attrs, "err", err.Error())
 	}
 	p.log.Info("simulink: partner stopped", attrs...)
-	return err
 }
 
 // reopen binds the sockets again if a previous Serve released them.
@@ -432,10 +517,6 @@ func (p *Partner) stopServing() {
 
 // receiveLoop reads and answers datagrams until the socket is closed.
 func (p *Partner) receiveLoop() error {
-	if p.lockThread {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-	}
 	for {
 		if err := p.receiveOne(); err != nil {
 			if errors.Is(err, net.ErrClosed) {
@@ -563,6 +644,14 @@ func (p *Partner) accepts(src netip.AddrPort) bool {
 }
 
 func (p *Partner) write(b []byte) {
+	if p.priority > 0 {
+		if err := p.rt.tx.send(b, p.rt.replySA); err != nil {
+			p.sendErrors.Add(1)
+			return
+		}
+		p.replied.Add(1)
+		return
+	}
 	if _, err := p.tx.WriteToUDPAddrPort(b, p.replyTo); err != nil {
 		if !errors.Is(err, net.ErrClosed) {
 			p.sendErrors.Add(1)

@@ -176,7 +176,9 @@ func ptJoin(vals ...string) string { return strings.Join(vals, " ") }
 
 // TestPartnerTranscripts checks exact bytes out for bytes in, over loopback
 // (docs/simulink-udp.md §4, §9.1). MeasureLen 7 (one marker), CommandLen 4.
-func TestPartnerTranscripts(t *testing.T) {
+func TestPartnerTranscripts(t *testing.T) { ptModes(t, testPartnerTranscripts) }
+
+func testPartnerTranscripts(t *testing.T, priority int) {
 	handshake := ptJoin(hM1, hZero, hZero, hZero, hZero, hZero, hZero, hZero)
 	type step struct{ in, out string }
 	for _, tc := range []struct {
@@ -208,7 +210,7 @@ func TestPartnerTranscripts(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := ptNewRig(t, func(c *PartnerConfig) { c.Delay = tc.delay; c.Controller = &ptMirror{} })
+			r := ptNewRig(t, func(c *PartnerConfig) { c.Delay = tc.delay; c.Controller = &ptMirror{}; c.Priority = priority })
 			for i, s := range tc.steps {
 				r.send(ptHex(t, s.in))
 				got := r.recv()
@@ -225,7 +227,9 @@ func TestPartnerTranscripts(t *testing.T) {
 // TestPartnerDrops: every bad datagram is dropped and counted, without a reply
 // (§14.2 4, 5). A good datagram follows each bad one; its reply must be the
 // first one read.
-func TestPartnerDrops(t *testing.T) {
+func TestPartnerDrops(t *testing.T) { ptModes(t, testPartnerDrops) }
+
+func testPartnerDrops(t *testing.T, priority int) {
 	good := ptDatagram(7, 0, 0, 0, 0.5, 0.5, 0.5, 0.5)
 	nan := slices.Clone(good)
 	binary.LittleEndian.PutUint64(nan[5*8:], math.Float64bits(math.NaN()))
@@ -248,7 +252,7 @@ func TestPartnerDrops(t *testing.T) {
 		{"foreign source", good, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := ptNewRig(t, nil)
+			r := ptNewRig(t, func(c *PartnerConfig) { c.Priority = priority })
 			if tc.foreign {
 				other := ptListen(t)
 				if _, err := other.WriteToUDPAddrPort(tc.in, r.p.Addr()); err != nil {
@@ -269,7 +273,9 @@ func TestPartnerDrops(t *testing.T) {
 }
 
 // TestPartnerAcceptFilter covers the three forms of Accept.
-func TestPartnerAcceptFilter(t *testing.T) {
+func TestPartnerAcceptFilter(t *testing.T) { ptModes(t, testPartnerAcceptFilter) }
+
+func testPartnerAcceptFilter(t *testing.T, priority int) {
 	for _, tc := range []struct {
 		name   string
 		accept func(master netip.AddrPort) netip.AddrPort
@@ -281,7 +287,7 @@ func TestPartnerAcceptFilter(t *testing.T) {
 		{"other address", func(netip.AddrPort) netip.AddrPort { return netip.MustParseAddrPort("127.0.0.2:0") }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := ptNewRig(t, func(c *PartnerConfig) { c.Accept = tc.accept(c.Accept) })
+			r := ptNewRig(t, func(c *PartnerConfig) { c.Accept = tc.accept(c.Accept); c.Priority = priority })
 			other := ptListen(t)
 			if _, err := other.WriteToUDPAddrPort(ptDatagram(1, 0, 0, 0, 1, 1, 1, 1), r.p.Addr()); err != nil {
 				t.Fatal(err)
@@ -371,6 +377,8 @@ func TestPartnerConfigErrors(t *testing.T) {
 		{"Faults.Delay", func(c *PartnerConfig) { c.Faults = &Faults{Delay: -time.Millisecond} }},
 		{"Controller", func(c *PartnerConfig) { c.Controller = sine }},
 		{"Controller", func(c *PartnerConfig) { c.Controller = jac }},
+		{"Priority", func(c *PartnerConfig) { c.Priority = -1 }},
+		{"Priority", func(c *PartnerConfig) { c.Priority = 100 }},
 	} {
 		cfg := PartnerConfig{Listen: ptAny, ReplyTo: to, MeasureLen: 7, CommandLen: 4}
 		tc.edit(&cfg)
@@ -398,10 +406,12 @@ func TestPartnerBindConflict(t *testing.T) {
 	}
 }
 
-func TestPartnerServeLifecycle(t *testing.T) {
+func TestPartnerServeLifecycle(t *testing.T) { ptModes(t, testPartnerServeLifecycle) }
+
+func testPartnerServeLifecycle(t *testing.T, priority int) {
 	replies := ptListen(t)
 	newP := func() *Partner {
-		p, err := NewPartner(PartnerConfig{Listen: ptAny, ReplyTo: ptAddr(replies), MeasureLen: 7, CommandLen: 4})
+		p, err := NewPartner(PartnerConfig{Listen: ptAny, ReplyTo: ptAddr(replies), MeasureLen: 7, CommandLen: 4, Priority: priority})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -486,9 +496,11 @@ func TestPartnerServeLifecycle(t *testing.T) {
 
 // TestPartnerConcurrentControl exercises Restart, Command, Stats and Pause
 // while datagrams flow, for the race detector.
-func TestPartnerConcurrentControl(t *testing.T) {
+func TestPartnerConcurrentControl(t *testing.T) { ptModes(t, testPartnerConcurrentControl) }
+
+func testPartnerConcurrentControl(t *testing.T, priority int) {
 	f := &Faults{}
-	r := ptNewRig(t, func(c *PartnerConfig) { c.Faults = f; c.Delay = true })
+	r := ptNewRig(t, func(c *PartnerConfig) { c.Faults = f; c.Delay = true; c.Priority = priority })
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	wg.Add(1)
@@ -521,8 +533,10 @@ func TestPartnerConcurrentControl(t *testing.T) {
 
 // TestPartnerRoundTripAllocs: a whole exchange, seen from the master's
 // sockets, allocates nothing in the process.
-func TestPartnerRoundTripAllocs(t *testing.T) {
-	r := ptNewRig(t, nil)
+func TestPartnerRoundTripAllocs(t *testing.T) { ptModes(t, testPartnerRoundTripAllocs) }
+
+func testPartnerRoundTripAllocs(t *testing.T, priority int) {
+	r := ptNewRig(t, func(c *PartnerConfig) { c.Priority = priority })
 	in := ptDatagram(1, 0, 0, 0, 1, 1, 1, 1)
 	to := r.p.Addr()
 	if err := r.replies.SetReadDeadline(time.Now().Add(time.Minute)); err != nil {
@@ -653,16 +667,17 @@ func FuzzPartnerDatagram(f *testing.F) {
 
 // BenchmarkPartnerRoundTrip measures one exchange from the master's sockets:
 // send a measurement, read the reply. It reports the p50 and p99 round trip.
-// The sub-benchmarks compare the receive goroutine on a locked OS thread.
+// The sub-benchmarks compare the netpoller mode with the FIFO mode.
 // benchPartner serves a partner until the benchmark ends and returns the
 // master's sockets and the partner's address.
-func benchPartner(b *testing.B, lock bool) (master, replies *net.UDPConn, to netip.AddrPort) {
+func benchPartner(b *testing.B, priority int) (master, replies *net.UDPConn, to netip.AddrPort) {
 	master, replies = ptListen(b), ptListen(b)
-	p, err := NewPartner(ptConfig(master, replies))
+	cfg := ptConfig(master, replies)
+	cfg.Priority = priority
+	p, err := NewPartner(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	p.lockThread = lock
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Serve(ctx) }()
@@ -685,15 +700,16 @@ func BenchmarkPartnerRoundTrip(b *testing.B) { benchRoundTrip(b, 0) }
 func BenchmarkPartnerAt1kHz(b *testing.B) { benchRoundTrip(b, time.Millisecond) }
 
 // benchRoundTrip times master → partner → master round trips, one every
-// pace (0: back to back), with the receive goroutine unlocked and locked.
+// pace (0: back to back), on the netpoller and in the FIFO mode (at
+// priority 79, when permitted).
 func benchRoundTrip(b *testing.B, pace time.Duration) {
-	for _, lock := range []bool{false, true} {
-		name := "unlocked"
-		if lock {
-			name = "locked"
+	for _, priority := range []int{0, 79} {
+		name := "netpoller"
+		if priority > 0 {
+			name = "fifo"
 		}
 		b.Run(name, func(b *testing.B) {
-			master, replies, to := benchPartner(b, lock)
+			master, replies, to := benchPartner(b, priority)
 			in := ptDatagram(1, 0, 0, 0, 1, 1, 1, 1)
 			buf := make([]byte, 64)
 			rtt := make([]time.Duration, 0, max(b.N, 1))

@@ -1,0 +1,200 @@
+package simulink
+
+import (
+	"context"
+	"encoding/binary"
+	"math"
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ptFIFO is the priority of the FIFO-mode tests: below a link loop's 80, as
+// the built-in partner runs.
+const ptFIFO = 79
+
+// ptModes runs body on the netpoller (priority 0) and in the FIFO mode; the
+// latter skips where the process may not use SCHED_FIFO.
+func ptModes(t *testing.T, body func(t *testing.T, priority int)) {
+	t.Run("netpoller", func(t *testing.T) { body(t, 0) })
+	t.Run("fifo", func(t *testing.T) {
+		ptNeedFIFO(t)
+		body(t, ptFIFO)
+	})
+}
+
+func ptNeedFIFO(t testing.TB) {
+	t.Helper()
+	if err := probeFIFO(ptFIFO); err != nil {
+		t.Skipf("SCHED_FIFO not permitted (%v): run as root, or with LimitRTPRIO=%d / CAP_SYS_NICE, to test the FIFO mode", err, ptFIFO)
+	}
+}
+
+// TestPartnerFIFOThread: in the FIFO mode the receive loop runs on a thread
+// of its own at the configured SCHED_FIFO priority, as the kernel reports it
+// (sched_getattr on the thread), and answers over real sockets; on the
+// netpoller it reports SCHED_OTHER.
+func TestPartnerFIFOThread(t *testing.T) {
+	ptNeedFIFO(t)
+	r := ptNewRig(t, func(c *PartnerConfig) { c.Priority = ptFIFO })
+	r.send(ptDatagram(-1, 0, 0, 0, 0, 0, 0, 0))
+	r.recv()
+	tid := r.p.threadID()
+	if tid == 0 {
+		t.Fatal("no receive thread recorded after a reply")
+	}
+	if tid == unix.Gettid() {
+		t.Fatal("the receive thread is the test's own")
+	}
+	attr, err := unix.SchedGetAttr(tid, 0)
+	if err != nil {
+		t.Fatalf("sched_getattr(%d): %v", tid, err)
+	}
+	if attr.Policy != unix.SCHED_FIFO || attr.Priority != ptFIFO {
+		t.Errorf("receive thread %d: policy %d priority %d, want SCHED_FIFO (%d) %d", tid, attr.Policy, attr.Priority, unix.SCHED_FIFO, ptFIFO)
+	}
+	if attr.Flags&unix.SCHED_FLAG_RESET_ON_FORK == 0 {
+		t.Error("a child process would inherit the receive thread's SCHED_FIFO")
+	}
+	if s := r.p.ThreadSettings(); s.Policy != "SCHED_FIFO" || s.Priority != ptFIFO {
+		t.Errorf("ThreadSettings = %+v, want SCHED_FIFO %d", s, ptFIFO)
+	}
+	if self, err := unix.SchedGetAttr(0, 0); err != nil || self.Policy != 0 { // 0: SCHED_OTHER
+		t.Errorf("the test's thread: %+v, %v; want SCHED_OTHER (the probe and the receive thread change only their own)", self, err)
+	}
+
+	net := ptNewRig(t, nil)
+	if s := net.p.ThreadSettings(); s.Policy != "SCHED_OTHER" || net.p.threadID() != 0 {
+		t.Errorf("netpoller mode: ThreadSettings = %+v, thread %d; want SCHED_OTHER and none", s, net.p.threadID())
+	}
+}
+
+// TestPartnerFIFOStops: cancellation and Close stop the receive thread,
+// which releases its thread id, and the sockets are closed once Close
+// returns: the port can be bound again.
+func TestPartnerFIFOStops(t *testing.T) {
+	ptNeedFIFO(t)
+	replies := ptListen(t)
+	p, err := NewPartner(PartnerConfig{Listen: ptAny, ReplyTo: ptAddr(replies), MeasureLen: 7, CommandLen: 4, Priority: ptFIFO})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Serve(context.Background()) }()
+	for end := time.Now().Add(ptWait); p.threadID() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the receive thread did not start")
+		}
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Serve = %v, want nil", err)
+	}
+	if p.threadID() != 0 {
+		t.Error("thread id kept after Serve returned")
+	}
+	s, err := openSocket(p.Addr(), false, true, 0)
+	if err != nil {
+		t.Fatalf("the port is still bound after Close: %v", err)
+	}
+	s.close()
+}
+
+// TestPartnerFIFOReceiveAllocs: reading a datagram from the raw socket with
+// its kernel timestamp and source, answering it and sending the reply
+// allocates nothing, in both clock modes.
+func TestPartnerFIFOReceiveAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates for system calls")
+	}
+	ptNeedFIFO(t)
+	for _, kernel := range []bool{true, false} {
+		master, replies := ptListen(t), ptListen(t)
+		cfg := ptConfig(master, replies)
+		cfg.Priority = ptFIFO
+		p, err := newPartner(cfg, kernel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := ptDatagram(0, 1, 2, 3, 0.1, 0.2, 0.3, 0.4)
+		to := p.Addr()
+		seq := 0.0
+		var failed error
+		one := func() {
+			binary.LittleEndian.PutUint64(in, math.Float64bits(seq))
+			seq++
+			if _, err := master.WriteToUDPAddrPort(in, to); err != nil {
+				failed = err
+			}
+			for {
+				if _, err := p.rt.rx.wait(int64(ptWait)); err != nil {
+					failed = err
+					return
+				}
+				more, err := p.receiveRT()
+				if err != nil {
+					failed = err
+					return
+				}
+				if more {
+					return
+				}
+			}
+		}
+		one() // warm up
+		allocs := testing.AllocsPerRun(300, one)
+		s, st := p.SendTiming(), p.Stats()
+		p.Close()
+		if failed != nil {
+			t.Fatal(failed)
+		}
+		if allocs != 0 {
+			t.Errorf("kernel timestamps %v: %v allocations per datagram, want 0", kernel, allocs)
+		}
+		if s.Intervals != 301 || s.Missed != 0 || st.Replied != 302 || st.Dropped != 0 {
+			t.Errorf("kernel timestamps %v: %+v, %+v; want 301 intervals, 302 replies", kernel, s, st)
+		}
+		if want := ClockUser; kernel {
+			if s.Clock != ClockKernel {
+				t.Errorf("clock %q, want %q", s.Clock, ClockKernel)
+			}
+		} else if s.Clock != want {
+			t.Errorf("clock %q, want %q", s.Clock, want)
+		}
+	}
+}
+
+// TestPartnerFIFOSource: the raw socket's source address, decoded without
+// allocating, is the sender's, which the Accept filter compares.
+func TestPartnerFIFOSource(t *testing.T) {
+	ptNeedFIFO(t)
+	master, replies := ptListen(t), ptListen(t)
+	cfg := ptConfig(master, replies)
+	cfg.Priority = ptFIFO
+	p, err := NewPartner(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := master.WriteToUDPAddrPort(ptDatagram(1, 0, 0, 0, 0, 0, 0, 0), p.Addr()); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := p.rt.rx.wait(int64(ptWait)); !ok || err != nil {
+		t.Fatalf("no datagram: %v", err)
+	}
+	n, _, ok, err := p.rt.rx.recv(p.rbuf, netip.Addr{})
+	if !ok || err != nil || n != DatagramSize(7) {
+		t.Fatalf("recv: %d bytes, ok %v, %v", n, ok, err)
+	}
+	if got, want := p.rt.rx.fromAddrPort(), ptAddr(master); got != want {
+		t.Errorf("source %v, want %v", got, want)
+	}
+	if got, want := p.rbuf[:n], ptDatagram(1, 0, 0, 0, 0, 0, 0, 0); !slices.Equal(got, want) {
+		t.Errorf("read % x, want % x", got, want)
+	}
+}
