@@ -1,12 +1,16 @@
 package tracker
 
 import (
+	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 var frameScenes = BenchScenes()
@@ -128,6 +132,33 @@ func TestWriteFrames(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+	}
+}
+
+// TestFrameTimes times every Process call of BRIDGE_TRACKER_TIMES frames per
+// scene (after 10 untimed ones, with the garbage collector running as usual)
+// and prints one JSON BenchRow per scene, prefixed "frametimes ", for
+// scripts/bench_tracker.py: the median, p99 and max per frame.
+func TestFrameTimes(t *testing.T) {
+	env := os.Getenv("BRIDGE_TRACKER_TIMES")
+	if env == "" {
+		t.Skip("set BRIDGE_TRACKER_TIMES=<frames> to time each frame of the benchmark scenes")
+	}
+	frames, err := strconv.Atoi(env)
+	if err != nil || frames < 1 {
+		t.Fatalf("BRIDGE_TRACKER_TIMES=%q: want a frame count ≥ 1", env)
+	}
+	start := time.Now()
+	rows, err := Bench(context.Background(), frames, func() int64 { return int64(time.Since(start)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("frametimes %s\n", b)
 	}
 }
 
