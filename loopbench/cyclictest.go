@@ -178,6 +178,8 @@ type Histogram struct {
 	// says whether the file had them.
 	Min, Avg, Max time.Duration
 	HasSummary    bool
+	// ThreadMax is each thread's Max Latencies value, in thread order.
+	ThreadMax []time.Duration
 }
 
 // Total returns the number of wakes, overflows included.
@@ -362,6 +364,9 @@ func ParseHistfile(r io.Reader) (Histogram, error) {
 		h.HasSummary = true
 		h.Min = time.Duration(slices.Min(mins)) * time.Microsecond
 		h.Max = time.Duration(slices.Max(maxs)) * time.Microsecond
+		for _, m := range maxs {
+			h.ThreadMax = append(h.ThreadMax, time.Duration(m)*time.Microsecond)
+		}
 		var sum float64
 		for _, a := range avgs {
 			sum += float64(a)

@@ -65,6 +65,10 @@ type LinkTiming struct {
 	havePlan  bool
 	phase     int64 // deadline mod period, once a tick showed it
 	havePhase bool
+
+	// Stall records (KeepLate): every tick late by more than threshold, in
+	// an array allocated beforehand; beyond its capacity only counted.
+	stalls tickStalls
 }
 
 // NewLinkTiming returns an empty observer for a link of the given period on
@@ -88,35 +92,53 @@ func (t *LinkTiming) ObserveLead(leadNs, ageNs int64, _ bool) {
 // from the wake-up to the send, against the planned wake-up).
 func (t *LinkTiming) ObserveTick(latenessNs, workNs int64) {
 	t.ticks++
-	// The deadline, once, from the wake-up, which is workNs before now.
-	var deadline int64
-	known := false
+	wakeLate, sendLate, age, sent := latenessNs, int64(0), int64(0), false
 	switch {
 	case t.sendIsWake:
-		t.wake.Record(latenessNs)
-		t.send.Record(latenessNs)
-		if !t.havePhase {
-			deadline, known = t.clock.Now()-workNs-latenessNs, true
-		}
+		sendLate, sent = latenessNs, true
 	case t.gated:
 		lead := t.lead
 		if t.havePlan {
 			lead = t.planLead
 		}
-		t.wake.Record(latenessNs + lead - t.age)
-		t.send.Record(latenessNs)
+		wakeLate, sendLate, age, sent = latenessNs+lead-t.age, latenessNs, t.age, true
 		t.planLead, t.havePlan = t.lead, true
-		if !t.havePhase {
-			deadline, known = t.clock.Now()-workNs+t.age-latenessNs, true
-		}
-	default:
-		// A tick with nothing to send yet (the handshake before the first
-		// measurement) did not gate: its wake-up only.
-		t.wake.Record(latenessNs)
+	}
+	// A tick with nothing to send yet (the handshake before the first
+	// measurement) did not gate: its wake-up only.
+	t.wake.Record(wakeLate)
+	if sent {
+		t.send.Record(sendLate)
 	}
 	t.gated = false
-	if known && t.period > 0 {
-		t.phase, t.havePhase = deadline%t.period, true
+	worst := wakeLate
+	if sent {
+		worst = max(worst, sendLate)
+	}
+	first := t.ticks == 1
+	late := t.stalls.threshold > 0 && worst > t.stalls.threshold
+	if !(first || late || (sent && !t.havePhase)) {
+		t.stalls.bin(t.ticks-1+t.overruns, t.period, worst)
+		return
+	}
+	// The clock only on the first tick, the first that sent, and late
+	// ones: the wake-up is workNs before now; the send age after it.
+	rec := LateTick{Wake: t.clock.Now() - workNs, CPU: -1}
+	rec.Planned = rec.Wake - wakeLate
+	rec.Deadline = rec.Planned
+	if sent {
+		rec.Send = rec.Wake + age
+		rec.Deadline = rec.Send - sendLate
+		if !t.havePhase && t.period > 0 {
+			t.phase, t.havePhase = rec.Deadline%t.period, true
+		}
+	}
+	if first {
+		t.stalls.start(rec.Planned)
+	}
+	t.stalls.bin(t.ticks-1+t.overruns, t.period, worst)
+	if late {
+		t.stalls.add(rec)
 	}
 }
 
@@ -149,6 +171,23 @@ type LinksConfig struct {
 	// the runtime's timers wait for one.
 	GOMAXPROCS int
 	Logger     *slog.Logger
+	// Stalls attributes the run's late ticks (stalls.go); a zero
+	// Threshold keeps none.
+	Stalls StallConfig
+	// TracePath, if set, receives a runtime/trace of the run.
+	TracePath string
+}
+
+// StallConfig is the stall attribution of a links run: every tick later
+// than Threshold is kept, and a cyclictest runs concurrently at the loops'
+// priority and period, one thread on each CPU they may run on, to say
+// whether the machine was late at the same moment.
+type StallConfig struct {
+	Threshold  time.Duration
+	Cyclictest bool
+	Path       string        // the cyclictest binary; "" = in PATH
+	Records    int           // late ticks kept per link; 0 = 20 000
+	Bin        time.Duration // the timeline's bin; 0 = 1 s
 }
 
 // AutoGOMAXPROCS is LinksConfig.GOMAXPROCS for a P per loop thread on top
@@ -194,16 +233,24 @@ func RunLinks(ctx context.Context, cfg LinksConfig, links []BenchLink) (LinksRun
 		prev := runtime.GOMAXPROCS(procs)
 		defer runtime.GOMAXPROCS(prev)
 	}
+	sw := startStallWatch(ctx, cfg, links)
+	view, err := startRuntimeView(cfg.TracePath, links)
+	if err != nil {
+		sw.stop()
+		return LinksRun{}, err
+	}
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
-	var err error
 	var warns []error
 	if cfg.Model == ModelThread {
 		err = runThreads(runCtx, logger, links)
 	} else {
 		warns, err = runScheduler(runCtx, ctx, cfg, logger, links)
 	}
+	rv := view.stop(links, cfg.TracePath)
+	stalls := sw.stop()
 	run := report(cfg, links, warns)
+	run.Runtime, run.Stalls = &rv, stalls
 	if err != nil {
 		return run, err
 	}
@@ -358,6 +405,10 @@ type LinksRun struct {
 	PerLink       []LinkResult `json:"per_link"`
 	Summary       LinksSummary `json:"summary"`
 	Warnings      []string     `json:"warnings"`
+	// Stalls attributes the late ticks (with LinksConfig.Stalls); Runtime
+	// is the Go runtime's and the kernel's view of the run.
+	Stalls  *StallReport   `json:"stalls,omitempty"`
+	Runtime *RuntimeReport `json:"runtime,omitempty"`
 }
 
 // LinksReport is `bridge bench links`: one run per count of links, in order.
@@ -513,6 +564,16 @@ func (r LinksReport) WriteText(w io.Writer) error {
 		s := run.Summary
 		fmt.Fprintf(&b, "summary  links %d  median p99 µs: send %.1f%s  wake %.1f  partner deviation %.1f%s\n",
 			run.Links, s.SendP99Us, fmtLinksRatio(s.SendRatio, s.RatioTo), s.WakeP99Us, s.PartnerP99Us, fmtLinksRatio(s.PartnerRatio, s.RatioTo))
+		if run.Stalls != nil {
+			if err := run.Stalls.WriteText(&b); err != nil {
+				return err
+			}
+		}
+		if run.Runtime != nil {
+			if err := run.Runtime.WriteText(&b); err != nil {
+				return err
+			}
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

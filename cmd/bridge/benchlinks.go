@@ -22,7 +22,7 @@ const maxBenchLinks = 256
 // one thread model; with a list of counts, one run per count in order, so
 // that the ratios to the smallest come from one invocation.
 func benchLinks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench links", "bench links [-links N[,N…]] [-rate HZ] [-duration D] [-model thread|scheduler] [-priority P] [-gomaxprocs auto|N] [-stagger] [-dma-latency] [-json]", stderr)
+	fs := newFlagSet("bench links", "bench links [-links N[,N…]] [-rate HZ] [-duration D] [-model thread|scheduler] [-priority P] [-gomaxprocs auto|N] [-stagger] [-dma-latency] [-threshold D] [-cyclictest] [-records FILE] [-trace FILE] [-json]", stderr)
 	countsFlag := fs.String("links", "1,4,16", "how many links, or a list of counts run one after the other (ratios are to the smallest)")
 	rate := fs.Float64("rate", 1000, "tick rate of every link (Hz)")
 	duration := fs.Duration("duration", 10*time.Second, "how long each run lasts")
@@ -32,6 +32,10 @@ func benchLinks(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	stagger := fs.Bool("stagger", true, "scheduler model: spread the links' deadlines evenly over the period (false: every link on one grid); the thread model's loops start their grids as their threads start")
 	procsFlag := fs.String("gomaxprocs", "auto", "GOMAXPROCS during each run: auto = the CPUs plus one per loop thread (a loop blocked in a system call keeps its P); 0 = the runtime's choice, as bridge run without [service] gomaxprocs; or a number")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	threshold := fs.Duration("threshold", time.Millisecond, "keep every tick later than this and attribute it (0 = off)")
+	withCT := fs.Bool("cyclictest", true, "run cyclictest concurrently (same priority, period and CPUs) to tell the machine's stalls from ours")
+	records := fs.String("records", "", "write every late tick to this CSV file")
+	tracePath := fs.String("trace", "", "write a runtime/trace of each run to this file (with several counts, one file each: FILE-linksN)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -60,6 +64,8 @@ func benchLinks(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	for _, n := range counts {
 		run, err := runLinks(ctx, n, *rate, *priority, *dma, loopbench.LinksConfig{
 			Model: model, Duration: *duration, Stagger: *stagger, GOMAXPROCS: procs, Logger: logger,
+			Stalls:    loopbench.StallConfig{Threshold: *threshold, Cyclictest: *withCT},
+			TracePath: loopbench.RunFile(*tracePath, n, len(counts)),
 		})
 		if err != nil {
 			if run.Links > 0 { // interrupted: show what was measured
@@ -70,6 +76,11 @@ func benchLinks(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		runs = append(runs, run)
 	}
 	rep := loopbench.NewLinksReport(runs)
+	if *records != "" {
+		if err := rep.WriteStallsFile(*records); err != nil {
+			return fmt.Errorf("bridge bench links: -records: %w", err)
+		}
+	}
 	if *asJSON {
 		return printJSON(stdout, rep)
 	}

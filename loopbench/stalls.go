@@ -1,0 +1,531 @@
+package loopbench
+
+import (
+	"context"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// LateTick is one tick of a link later than the stall threshold, its
+// instants on CLOCK_MONOTONIC (ns).
+type LateTick struct {
+	Planned  int64 // planned wake-up: the deadline less the lead
+	Deadline int64 // the send's deadline (Planned when the loop has no lead)
+	Wake     int64
+	Send     int64 // 0: the tick sent nothing
+	CPU      int32 // where the loop thread was when the tick was observed; -1 unknown
+}
+
+// End is when the stall ended: the later of the wake-up and the send.
+func (r LateTick) End() int64 { return max(r.Wake, r.Send) }
+
+// WakeLateness is the wake-up against the planned wake-up.
+func (r LateTick) WakeLateness() int64 { return r.Wake - r.Planned }
+
+// SendLateness is the send against the deadline; 0 without a send.
+func (r LateTick) SendLateness() int64 {
+	if r.Send == 0 {
+		return 0
+	}
+	return r.Send - r.Deadline
+}
+
+// Lateness is the larger of the two.
+func (r LateTick) Lateness() int64 { return max(r.WakeLateness(), r.SendLateness()) }
+
+// tickStalls keeps a link's late ticks and its lateness per time bin, from
+// the loop thread without allocating: both arrays are allocated before the
+// run (KeepLate).
+type tickStalls struct {
+	threshold int64
+	recs      []LateTick // appended within its capacity
+	dropped   uint64
+	tid       atomic.Int32 // the loop thread, from its first tick
+	firstTick int64        // the first tick's planned wake-up
+	runStart  int64
+	binW      int64
+	bins      []int64 // max lateness per bin from runStart
+}
+
+// KeepLate makes the observer record every tick later than threshold, up
+// to capacity records (later ones are counted as dropped), and the largest
+// lateness of each binWidth from runStart (CLOCK_MONOTONIC ns) over
+// duration. Call it before the run.
+func (t *LinkTiming) KeepLate(threshold time.Duration, capacity int, runStart int64, duration, binWidth time.Duration) {
+	s := &t.stalls
+	s.threshold, s.runStart, s.binW = int64(threshold), runStart, int64(binWidth)
+	s.recs, s.dropped, s.bins = make([]LateTick, 0, max(capacity, 0)), 0, nil
+	if binWidth > 0 && duration > 0 {
+		s.bins = make([]int64, int((duration+binWidth-1)/binWidth)+1)
+	}
+}
+
+// LateTicks returns the records kept and how many were dropped beyond the
+// capacity. Read after the run.
+func (t *LinkTiming) LateTicks() ([]LateTick, uint64) { return t.stalls.recs, t.stalls.dropped }
+
+// ThreadID is the loop thread's id, once it ticked; 0 before.
+func (t *LinkTiming) ThreadID() int { return int(t.stalls.tid.Load()) }
+
+func (s *tickStalls) start(at int64) {
+	s.firstTick = at
+	s.tid.Store(int32(unix.Gettid()))
+}
+
+// bin raises the bin of the tick periods after the first one to v.
+func (s *tickStalls) bin(periods uint64, period, v int64) {
+	if len(s.bins) == 0 {
+		return
+	}
+	i := max(s.firstTick+int64(periods)*period-s.runStart, 0) / s.binW
+	i = min(i, int64(len(s.bins)-1))
+	if v > s.bins[i] {
+		s.bins[i] = v
+	}
+}
+
+func (s *tickStalls) add(r LateTick) {
+	if len(s.recs) == cap(s.recs) {
+		s.dropped++
+		return
+	}
+	r.CPU = currentCPU()
+	s.recs = append(s.recs, r)
+}
+
+// currentCPU is getcpu(2): a system call, made only for late ticks.
+func currentCPU() int32 {
+	var cpu, node uint32
+	if _, _, e := unix.RawSyscall(unix.SYS_GETCPU, uintptr(unsafe.Pointer(&cpu)), uintptr(unsafe.Pointer(&node)), 0); e != 0 {
+		return -1
+	}
+	return int32(cpu)
+}
+
+// Attribution says whose a late tick is.
+type Attribution string
+
+// Attributions.
+const (
+	// AttrMachine: a cyclictest thread on the same CPU, at the same
+	// priority, was late over an overlapping interval: the machine did
+	// not run real-time threads there then.
+	AttrMachine Attribution = "machine"
+	// AttrOurs: no overlapping cyclictest spike, and the stall lasted at
+	// least a period, so cyclictest woke on time inside it: the machine ran
+	// a thread of its priority there, ours was held by the process.
+	AttrOurs Attribution = "ours"
+	// AttrShort: no overlapping spike, but the stall was shorter than a
+	// period and may have fallen between two of cyclictest's wakes.
+	AttrShort Attribution = "unattributed (shorter than a period)"
+	// AttrNoWatch: cyclictest did not run.
+	AttrNoWatch Attribution = "unknown (no cyclictest)"
+)
+
+// Attribute decides whose late tick r is, given the watch's spikes (sorted
+// by wake-up) and the period: the machine's if a spike on r's CPU (any CPU
+// when r's is unknown) overlaps [r.Planned, r.End()]; else ours if r is at
+// least a period late; else unattributed. It returns the largest
+// overlapping spike, or -1.
+func Attribute(r LateTick, spikes []Spike, maxSpike, period int64) (Attribution, int) {
+	best := -1
+	// Spikes that end (wake) after r starts, and start before it ends; a
+	// spike starts at most maxSpike before its wake-up.
+	i, _ := slices.BinarySearchFunc(spikes, r.Planned, func(s Spike, t int64) int { return cmpInt64(s.Wake, t) })
+	for ; i < len(spikes) && spikes[i].Wake-maxSpike <= r.End(); i++ {
+		s := spikes[i]
+		if s.Start() > r.End() || (r.CPU >= 0 && s.CPU >= 0 && int32(s.CPU) != r.CPU) {
+			continue
+		}
+		if best < 0 || s.Latency > spikes[best].Latency {
+			best = i
+		}
+	}
+	switch {
+	case best >= 0:
+		return AttrMachine, best
+	case r.Lateness() >= period:
+		return AttrOurs, -1
+	}
+	return AttrShort, -1
+}
+
+// Stall is a late tick as reported: times in seconds from the run's start
+// and µs; JSON field names of -json.
+type Stall struct {
+	Link           string      `json:"link"`
+	AtS            float64     `json:"at_s"` // the planned wake-up
+	LatenessUs     float64     `json:"lateness_us"`
+	WakeLatenessUs float64     `json:"wake_lateness_us"`
+	SendLatenessUs float64     `json:"send_lateness_us"`
+	CPU            int         `json:"cpu"`
+	Attribution    Attribution `json:"attribution"`
+	Spike          *SpikeUs    `json:"cyclictest_spike,omitempty"` // the largest overlapping one
+	rec            LateTick
+}
+
+// SpikeUs is a cyclictest spike as reported.
+type SpikeUs struct {
+	CPU       int     `json:"cpu"`
+	LatencyUs float64 `json:"latency_us"`
+	AtS       float64 `json:"at_s"` // its deadline, from the run's start
+}
+
+// LinkStalls is one link's late ticks by attribution.
+type LinkStalls struct {
+	Name         string `json:"name"`
+	Late         int    `json:"late"`
+	Machine      int    `json:"machine"`
+	Ours         int    `json:"ours"`
+	Unattributed int    `json:"unattributed"`
+	Dropped      uint64 `json:"dropped"` // beyond the records' capacity: not attributed
+}
+
+// TimelineBin is one bin of the run: the largest lateness of every link in
+// it, and of cyclictest's spikes (0: none over the threshold).
+type TimelineBin struct {
+	AtS             float64 `json:"at_s"`
+	OursMaxUs       float64 `json:"ours_max_us"`
+	CyclictestMaxUs float64 `json:"cyclictest_max_us"`
+}
+
+// StallReport is the stall attribution of one links run.
+type StallReport struct {
+	ThresholdUs float64 `json:"threshold_us"`
+	// Cyclictest says whether the concurrent cyclictest ran ("ran", or why
+	// not) and how.
+	Cyclictest      string        `json:"cyclictest"`
+	CyclictestArgs  string        `json:"cyclictest_args,omitempty"`
+	CyclictestMax   []CPUMax      `json:"cyclictest_max_per_cpu,omitempty"`
+	CyclictestP99Us float64       `json:"cyclictest_p99_us,omitempty"`
+	Spikes          int           `json:"cyclictest_spikes"`
+	SpikesTruncated bool          `json:"cyclictest_spikes_truncated,omitempty"`
+	Machine         int           `json:"machine"`
+	Ours            int           `json:"ours"`
+	Unattributed    int           `json:"unattributed"`
+	PerLink         []LinkStalls  `json:"per_link"`
+	Largest         []Stall       `json:"largest"`
+	BinS            float64       `json:"bin_s"`
+	Timeline        []TimelineBin `json:"timeline"`
+	Records         []Stall       `json:"records"`
+}
+
+// largestStalls is how many stalls the report lists by size.
+const largestStalls = 10
+
+// NewStallReport attributes every link's late ticks against the watch's
+// spikes (nil: cyclictest did not run, and why in watchErr), over the run
+// from runStart with the given bin width.
+func NewStallReport(links []BenchLink, watch *WatchResult, watchErr error, runStart int64, period, threshold, binW time.Duration) StallReport {
+	rep := StallReport{ThresholdUs: usRound(int64(threshold)), BinS: binW.Seconds(), PerLink: []LinkStalls{}, Largest: []Stall{}, Timeline: []TimelineBin{}, Records: []Stall{}}
+	sec := func(at int64) float64 { return math.Round(float64(at-runStart)/1e6) / 1e3 }
+	var spikes []Spike
+	var maxSpike int64
+	switch {
+	case watch != nil:
+		rep.Cyclictest = "ran"
+		rep.CyclictestArgs = "cyclictest " + strings.Join(watch.Config.Args("FILE"), " ")
+		rep.CyclictestMax = watch.MaxPerCPU()
+		rep.CyclictestP99Us = float64(watch.Hist.Stats().P99.Microseconds())
+		rep.SpikesTruncated = watch.Truncated
+		spikes = watch.Spikes
+		for _, s := range spikes {
+			maxSpike = max(maxSpike, s.Latency)
+		}
+		rep.Spikes = len(spikes)
+	case watchErr != nil:
+		rep.Cyclictest = "did not run: " + watchErr.Error()
+	default:
+		rep.Cyclictest = "off"
+	}
+	for _, b := range links {
+		recs, dropped := b.Timing.LateTicks()
+		ls := LinkStalls{Name: b.Link.Name(), Late: len(recs), Dropped: dropped}
+		for _, r := range recs {
+			st := Stall{
+				Link: ls.Name, AtS: sec(r.Planned), LatenessUs: usRound(r.Lateness()),
+				WakeLatenessUs: usRound(r.WakeLateness()), SendLatenessUs: usRound(r.SendLateness()), CPU: int(r.CPU), rec: r,
+			}
+			st.Attribution = AttrNoWatch
+			if watch != nil {
+				var at int
+				st.Attribution, at = Attribute(r, spikes, maxSpike, int64(period))
+				if at >= 0 {
+					s := spikes[at]
+					st.Spike = &SpikeUs{CPU: s.CPU, LatencyUs: usRound(s.Latency), AtS: sec(s.Start())}
+				}
+			}
+			switch st.Attribution {
+			case AttrMachine:
+				ls.Machine++
+			case AttrOurs:
+				ls.Ours++
+			default:
+				ls.Unattributed++
+			}
+			rep.Records = append(rep.Records, st)
+		}
+		rep.Machine += ls.Machine
+		rep.Ours += ls.Ours
+		rep.Unattributed += ls.Unattributed
+		rep.PerLink = append(rep.PerLink, ls)
+	}
+	slices.SortStableFunc(rep.Records, func(a, b Stall) int { return cmpInt64(a.rec.Planned, b.rec.Planned) })
+	largest := slices.Clone(rep.Records)
+	slices.SortStableFunc(largest, func(a, b Stall) int { return cmpInt64(b.rec.Lateness(), a.rec.Lateness()) })
+	rep.Largest = largest[:min(len(largest), largestStalls)]
+	rep.Timeline = timeline(links, spikes, runStart, int64(binW))
+	return rep
+}
+
+// timeline merges the links' bins and bins cyclictest's spikes alike.
+func timeline(links []BenchLink, spikes []Spike, runStart, binW int64) []TimelineBin {
+	n := 0
+	for _, b := range links {
+		n = max(n, len(b.Timing.stalls.bins))
+	}
+	if n == 0 || binW <= 0 {
+		return []TimelineBin{}
+	}
+	out := make([]TimelineBin, n)
+	for i := range out {
+		out[i].AtS = math.Round(float64(int64(i)*binW)/1e6) / 1e3
+	}
+	for _, b := range links {
+		for i, v := range b.Timing.stalls.bins {
+			out[i].OursMaxUs = max(out[i].OursMaxUs, usRound(v))
+		}
+	}
+	for _, s := range spikes {
+		if i := (s.Start() - runStart) / binW; i >= 0 && i < int64(n) {
+			out[i].CyclictestMaxUs = max(out[i].CyclictestMaxUs, usRound(s.Latency))
+		}
+	}
+	// The last bin holds the run's end, usually a fraction of a bin: drop
+	// it when nothing fell there.
+	if l := out[n-1]; l.OursMaxUs == 0 && l.CyclictestMaxUs == 0 {
+		out = out[:n-1]
+	}
+	return out
+}
+
+func usRound(ns int64) float64 { return math.Round(float64(ns)/1e2) / 10 }
+
+// sparks are the levels of a sparkline, lowest first.
+var sparks = []rune(" ▁▂▃▄▅▆▇█")
+
+// sparkline draws vs on a log scale from lo (a blank at or below it) to
+// hi (the top level).
+func sparkline(vs []float64, lo, hi float64) string {
+	var b strings.Builder
+	for _, v := range vs {
+		if v <= lo || lo <= 0 || hi <= lo {
+			b.WriteRune(sparks[0])
+			continue
+		}
+		f := math.Log(v/lo) / math.Log(hi/lo)
+		i := 1 + int(f*float64(len(sparks)-2)+0.5)
+		b.WriteRune(sparks[min(max(i, 1), len(sparks)-1)])
+	}
+	return b.String()
+}
+
+// WriteText prints the attribution: totals, per link, the largest stalls
+// and the timeline.
+func (s StallReport) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "stalls over %.0f µs: machine %d  ours %d  unattributed %d   cyclictest: %s\n", s.ThresholdUs, s.Machine, s.Ours, s.Unattributed, s.Cyclictest)
+	if s.CyclictestArgs != "" {
+		fmt.Fprintf(&b, "  concurrent %s\n  cyclictest p99 %.0f µs, max µs", s.CyclictestArgs, s.CyclictestP99Us)
+		for _, m := range s.CyclictestMax {
+			fmt.Fprintf(&b, "  cpu%d %.0f", m.CPU, m.MaxUs)
+		}
+		fmt.Fprintf(&b, ", spikes over the threshold %d", s.Spikes)
+		if s.SpikesTruncated {
+			b.WriteString(" (capacity reached: later ones missing)")
+		}
+		b.WriteByte('\n')
+	}
+	for _, l := range s.PerLink {
+		fmt.Fprintf(&b, "  %-12s late %5d: machine %5d  ours %5d  unattributed %5d", l.Name, l.Late, l.Machine, l.Ours, l.Unattributed)
+		if l.Dropped > 0 {
+			fmt.Fprintf(&b, "  (+%d beyond the records' capacity)", l.Dropped)
+		}
+		b.WriteByte('\n')
+	}
+	if len(s.Largest) > 0 {
+		fmt.Fprintf(&b, "  largest stalls:\n  %8s  %-12s %9s %9s %9s %4s  %-36s  %s\n", "at s", "link", "late µs", "wake µs", "send µs", "cpu", "attribution", "cyclictest spike")
+		for _, st := range s.Largest {
+			spike := "-"
+			if sp := st.Spike; sp != nil {
+				spike = fmt.Sprintf("cpu%d %.0f µs from %.3f s", sp.CPU, sp.LatencyUs, sp.AtS)
+			}
+			fmt.Fprintf(&b, "  %8.3f  %-12s %9.1f %9.1f %9.1f %4d  %-36s  %s\n", st.AtS, st.Link, st.LatenessUs, st.WakeLatenessUs, st.SendLatenessUs, st.CPU, st.Attribution, spike)
+		}
+	}
+	if len(s.Timeline) > 0 {
+		ours := make([]float64, len(s.Timeline))
+		ct := make([]float64, len(s.Timeline))
+		hi := s.ThresholdUs * 10
+		for i, t := range s.Timeline {
+			ours[i], ct[i] = t.OursMaxUs, t.CyclictestMaxUs
+			hi = max(hi, t.OursMaxUs, t.CyclictestMaxUs)
+		}
+		lo := s.ThresholdUs / 10
+		fmt.Fprintf(&b, "  timeline, %gs a column, max lateness on a log scale (blank ≤ %.0f µs, █ %.0f µs):\n", s.BinS, lo, hi)
+		fmt.Fprintf(&b, "    ours       |%s|\n", sparkline(ours, lo, hi))
+		if s.Cyclictest == "ran" {
+			fmt.Fprintf(&b, "    cyclictest |%s|  (spikes over %.0f µs only)\n", sparkline(ct, s.ThresholdUs, hi), s.ThresholdUs)
+		}
+		for _, t := range s.Timeline {
+			if t.OursMaxUs > s.ThresholdUs || t.CyclictestMaxUs > 0 {
+				fmt.Fprintf(&b, "    %6.1f s  ours max %8.0f µs  cyclictest max %8.0f µs\n", t.AtS, t.OursMaxUs, t.CyclictestMaxUs)
+			}
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// stallCSVHeader is the header row of WriteStallsCSV.
+var stallCSVHeader = []string{"links", "link", "at_s", "planned_ns", "deadline_ns", "wake_ns", "send_ns", "lateness_us", "wake_lateness_us",
+	"send_lateness_us", "cpu", "attribution", "spike_cpu", "spike_latency_us", "spike_at_s"}
+
+// WriteStallsCSV writes every late tick of every run, one row each, its
+// instants on CLOCK_MONOTONIC in ns.
+func (r LinksReport) WriteStallsCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(stallCSVHeader); err != nil {
+		return err
+	}
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	for _, run := range r.Runs {
+		if run.Stalls == nil {
+			continue
+		}
+		for _, st := range run.Stalls.Records {
+			row := []string{strconv.Itoa(run.Links), st.Link, f(st.AtS), strconv.FormatInt(st.rec.Planned, 10),
+				strconv.FormatInt(st.rec.Deadline, 10), strconv.FormatInt(st.rec.Wake, 10), strconv.FormatInt(st.rec.Send, 10),
+				f(st.LatenessUs), f(st.WakeLatenessUs), f(st.SendLatenessUs), strconv.Itoa(st.CPU), string(st.Attribution), "", "", ""}
+			if sp := st.Spike; sp != nil {
+				row[12], row[13], row[14] = strconv.Itoa(sp.CPU), f(sp.LatencyUs), f(sp.AtS)
+			}
+			if err := cw.Write(row); err != nil {
+				return err
+			}
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// stallWatch is the stall attribution around one links run: the late-tick
+// records armed, and the concurrent cyclictest.
+type stallWatch struct {
+	on       bool
+	cfg      LinksConfig
+	links    []BenchLink
+	runStart int64
+	period   time.Duration
+	watch    *Watch
+	err      error
+}
+
+func (c StallConfig) bin() time.Duration {
+	if c.Bin > 0 {
+		return c.Bin
+	}
+	return time.Second
+}
+
+// startStallWatch arms the links' records and starts cyclictest, if cfg
+// asks for them. A cyclictest that cannot run is reported, not an error:
+// the records are attributed "unknown".
+func startStallWatch(ctx context.Context, cfg LinksConfig, links []BenchLink) *stallWatch {
+	sc := cfg.Stalls
+	if sc.Threshold <= 0 {
+		return &stallWatch{}
+	}
+	lc := links[0].Link.Config().Loop
+	w := &stallWatch{on: true, cfg: cfg, links: links, period: lc.Period, runStart: links[0].Timing.clock.Now()}
+	records := sc.Records
+	if records <= 0 {
+		records = 20_000
+	}
+	for _, b := range links {
+		b.Timing.KeepLate(sc.Threshold, records, w.runStart, cfg.Duration, sc.bin())
+	}
+	if !sc.Cyclictest {
+		return w
+	}
+	cpus := []int{lc.CPU}
+	if lc.CPU < 0 {
+		if cpus, w.err = ProcessCPUs(); w.err != nil {
+			return w
+		}
+	}
+	if w.err = CanWatch(sc.Path, lc.Priority); w.err != nil {
+		return w
+	}
+	// Room for every wake of every thread to be a spike, within reason.
+	spikes := int(min(max(cfg.Duration/lc.Period*time.Duration(len(cpus)), 1000), 1_000_000))
+	w.watch, w.err = StartWatch(ctx, WatchConfig{
+		Path: sc.Path, Priority: lc.Priority, CPUs: cpus, Interval: lc.Period, Spike: sc.Threshold, MaxSpikes: spikes,
+	})
+	return w
+}
+
+// stop ends cyclictest and attributes the records; nil when off.
+func (w *stallWatch) stop() *StallReport {
+	if !w.on {
+		return nil
+	}
+	var res *WatchResult
+	if w.watch != nil {
+		if r, err := w.watch.Stop(); err != nil {
+			w.err = err
+		} else {
+			res = &r
+		}
+	}
+	rep := NewStallReport(w.links, res, w.err, w.runStart, w.period, w.cfg.Stalls.Threshold, w.cfg.Stalls.bin())
+	return &rep
+}
+
+// RunFile is the file of the run of n links for a path given once for
+// several runs: "trace.out" becomes "trace-links4.out"; with one run, path.
+func RunFile(path string, n int, runs int) string {
+	if path == "" || runs <= 1 {
+		return path
+	}
+	ext := filepath.Ext(path)
+	return fmt.Sprintf("%s-links%d%s", strings.TrimSuffix(path, ext), n, ext)
+}
+
+// WriteStallsFile writes WriteStallsCSV to path.
+func (r LinksReport) WriteStallsFile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("loopbench: records file: %w", err)
+	}
+	if err := r.WriteStallsCSV(f); err != nil {
+		f.Close()
+		return fmt.Errorf("loopbench: records file %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("loopbench: records file %s: %w", path, err)
+	}
+	return nil
+}
