@@ -414,7 +414,20 @@ func (l *Link) newPartner(m *simulink.Master, env Env) (*simulink.Partner, error
 		Listen: listen, Accept: accept, ReplyTo: replyTo,
 		MeasureLen: mcfg.MeasureLen, CommandLen: mcfg.CommandLen,
 		Delay: l.Partner.Delay, Controller: ctl, Faults: env.Faults, Logger: env.Logger.With("partner", l.Name),
+		Priority: partnerPriority(l.Loop.Priority),
 	})
+}
+
+// partnerPriority is the SCHED_FIFO priority of a built-in partner's
+// receive thread: one below its loop's, so that the reply it sends wakes
+// the loop at once on a shared CPU rather than after the partner's next
+// ppoll; 0 (the netpoller) when the loop is not real-time either
+// (docs/realtime.md §7.3).
+func partnerPriority(loop int) int {
+	if loop <= 1 {
+		return 0
+	}
+	return loop - 1
 }
 
 // MasterConfig returns the link's Simulink master configuration: the

@@ -198,3 +198,29 @@ func TestPartnerFIFOSource(t *testing.T) {
 		t.Errorf("read % x, want % x", got, want)
 	}
 }
+
+// BenchmarkPartnerProcessProportional is the model's work per datagram of a
+// Meca500-sized link (21 measured values, 6 commands) with the proportional
+// controller of bridge sim: decode, step, encode.
+func BenchmarkPartnerProcessProportional(b *testing.B) {
+	replies := ptListen(b)
+	d := Dims{MeasureLen: 21, CommandLen: 6, Feature: Span{Off: 0, Len: 6}}
+	ctl, err := NewProportional(d, 1, []float64{30, -20, 25, 0, 40, 45}, 30)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := NewPartner(PartnerConfig{Listen: ptAny, ReplyTo: ptAddr(replies), MeasureLen: 21, CommandLen: 6, Controller: ctl})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	in := ptDatagram(0, make([]float64, 21)...)
+	src := ptAddr(replies)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		binary.LittleEndian.PutUint64(in, math.Float64bits(float64(i+1)))
+		if p.process(in, src, p.wbuf) == 0 {
+			b.Fatal("no reply")
+		}
+	}
+}
