@@ -119,6 +119,7 @@ func (t *LinkTiming) ObserveTick(latenessNs, workNs int64) {
 	late := t.stalls.threshold > 0 && worst > t.stalls.threshold
 	if !(first || late || (sent && !t.havePhase)) {
 		t.stalls.bin(t.ticks-1+t.overruns, t.period, worst)
+		t.stalls.observed(LateTick{}, false)
 		return
 	}
 	// The clock only on the first tick, the first that sent, and late
@@ -137,9 +138,7 @@ func (t *LinkTiming) ObserveTick(latenessNs, workNs int64) {
 		t.stalls.start(rec.Planned)
 	}
 	t.stalls.bin(t.ticks-1+t.overruns, t.period, worst)
-	if late {
-		t.stalls.add(rec)
-	}
+	t.stalls.observed(rec, late)
 }
 
 // ObserveOverrun implements bridge.LoopObserver.

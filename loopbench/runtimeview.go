@@ -59,14 +59,13 @@ var runtimeMetrics = []string{"/sched/latencies:seconds", "/gc/cycles/total:gc-c
 // runtimeView samples the runtime's metrics around a run, traces it when
 // asked, and samples the loop threads' kernel counters while it runs.
 type runtimeView struct {
-	before   []metrics.Sample
-	trace    *os.File
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	mu       sync.Mutex
-	first    map[int]map[string]float64
-	last     map[int]map[string]float64
-	traceErr error
+	before []metrics.Sample
+	trace  *os.File
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	first  map[int]map[string]float64
+	last   map[int]map[string]float64
 }
 
 // startRuntimeView starts tracing to tracePath ("" = no trace) and the

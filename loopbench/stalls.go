@@ -25,7 +25,10 @@ type LateTick struct {
 	Deadline int64 // the send's deadline (Planned when the loop has no lead)
 	Wake     int64
 	Send     int64 // 0: the tick sent nothing
-	CPU      int32 // where the loop thread was when the tick was observed; -1 unknown
+	// CPU is where the loop thread was when the tick was observed, and
+	// SleptCPU where it was at the end of the tick before, where it went to
+	// sleep: a stalled thread may be woken on another CPU. -1 unknown.
+	CPU, SleptCPU int32
 }
 
 // End is when the stall ended: the later of the wake-up and the send.
@@ -52,6 +55,7 @@ type tickStalls struct {
 	threshold int64
 	recs      []LateTick // appended within its capacity
 	dropped   uint64
+	lastCPU   int32        // the CPU at the end of the last tick, -1 unknown
 	tid       atomic.Int32 // the loop thread, from its first tick
 	firstTick int64        // the first tick's planned wake-up
 	runStart  int64
@@ -66,7 +70,7 @@ type tickStalls struct {
 func (t *LinkTiming) KeepLate(threshold time.Duration, capacity int, runStart int64, duration, binWidth time.Duration) {
 	s := &t.stalls
 	s.threshold, s.runStart, s.binW = int64(threshold), runStart, int64(binWidth)
-	s.recs, s.dropped, s.bins = make([]LateTick, 0, max(capacity, 0)), 0, nil
+	s.recs, s.dropped, s.bins, s.lastCPU = make([]LateTick, 0, max(capacity, 0)), 0, nil, -1
 	if binWidth > 0 && duration > 0 {
 		s.bins = make([]int64, int((duration+binWidth-1)/binWidth)+1)
 	}
@@ -96,16 +100,26 @@ func (s *tickStalls) bin(periods uint64, period, v int64) {
 	}
 }
 
-func (s *tickStalls) add(r LateTick) {
-	if len(s.recs) == cap(s.recs) {
-		s.dropped++
+// observed ends a tick: it keeps r if late, and the CPU for the next
+// tick's record. getcpu(2) is a system call, once a tick, only when
+// records are kept.
+func (s *tickStalls) observed(r LateTick, late bool) {
+	if cap(s.recs) == 0 {
 		return
 	}
-	r.CPU = currentCPU()
-	s.recs = append(s.recs, r)
+	cpu := currentCPU()
+	if late {
+		if len(s.recs) == cap(s.recs) {
+			s.dropped++
+		} else {
+			r.CPU, r.SleptCPU = cpu, s.lastCPU
+			s.recs = append(s.recs, r)
+		}
+	}
+	s.lastCPU = cpu
 }
 
-// currentCPU is getcpu(2): a system call, made only for late ticks.
+// currentCPU is getcpu(2).
 func currentCPU() int32 {
 	var cpu, node uint32
 	if _, _, e := unix.RawSyscall(unix.SYS_GETCPU, uintptr(unsafe.Pointer(&cpu)), uintptr(unsafe.Pointer(&node)), 0); e != 0 {
@@ -119,47 +133,77 @@ type Attribution string
 
 // Attributions.
 const (
-	// AttrMachine: a cyclictest thread on the same CPU, at the same
-	// priority, was late over an overlapping interval: the machine did
-	// not run real-time threads there then.
+	// AttrMachine: cyclictest threads on the CPUs the loop thread slept and
+	// woke on, at the same priority, were late over at least half of the
+	// stall: the machine did not run real-time threads there then.
 	AttrMachine Attribution = "machine"
-	// AttrOurs: no overlapping cyclictest spike, and the stall lasted at
-	// least a period, so cyclictest woke on time inside it: the machine ran
-	// a thread of its priority there, ours was held by the process.
+	// AttrOurs: cyclictest was late over less than half of the stall (or
+	// not at all), and the stall lasted at least a period, so cyclictest
+	// woke on time inside it: the machine ran threads of the loop's
+	// priority there, ours was held by the process.
 	AttrOurs Attribution = "ours"
-	// AttrShort: no overlapping spike, but the stall was shorter than a
-	// period and may have fallen between two of cyclictest's wakes.
+	// AttrShort: as ours, but the stall was shorter than a period and may
+	// have fallen between two of cyclictest's wakes.
 	AttrShort Attribution = "unattributed (shorter than a period)"
 	// AttrNoWatch: cyclictest did not run.
 	AttrNoWatch Attribution = "unknown (no cyclictest)"
 )
 
+// machineShare is the share of a stall cyclictest's spikes must cover for
+// it to be the machine's.
+const machineShare = 0.5
+
 // Attribute decides whose late tick r is, given the watch's spikes (sorted
-// by wake-up) and the period: the machine's if a spike on r's CPU (any CPU
-// when r's is unknown) overlaps [r.Planned, r.End()]; else ours if r is at
-// least a period late; else unattributed. It returns the largest
-// overlapping spike, or -1.
-func Attribute(r LateTick, spikes []Spike, maxSpike, period int64) (Attribution, int) {
+// by wake-up), the largest spike's latency and the period: the machine's if
+// spikes on r's CPUs (the one it slept on and the one it woke on; any CPU
+// when both are unknown) cover at least half of [r.Planned, r.End()]; else
+// ours if r is at least a period late; else unattributed. It returns the
+// largest overlapping spike, or -1, and the share covered.
+func Attribute(r LateTick, spikes []Spike, maxSpike, period int64) (Attribution, int, float64) {
 	best := -1
+	type span struct{ from, to int64 }
+	var covered []span
+	onCPU := func(cpu int) bool {
+		if cpu < 0 || (r.CPU < 0 && r.SleptCPU < 0) {
+			return true
+		}
+		return int32(cpu) == r.CPU || int32(cpu) == r.SleptCPU
+	}
 	// Spikes that end (wake) after r starts, and start before it ends; a
 	// spike starts at most maxSpike before its wake-up.
 	i, _ := slices.BinarySearchFunc(spikes, r.Planned, func(s Spike, t int64) int { return cmpInt64(s.Wake, t) })
 	for ; i < len(spikes) && spikes[i].Wake-maxSpike <= r.End(); i++ {
 		s := spikes[i]
-		if s.Start() > r.End() || (r.CPU >= 0 && s.CPU >= 0 && int32(s.CPU) != r.CPU) {
+		if s.Start() > r.End() || !onCPU(s.CPU) {
 			continue
 		}
+		covered = append(covered, span{max(s.Start(), r.Planned), min(s.Wake, r.End())})
 		if best < 0 || s.Latency > spikes[best].Latency {
 			best = i
 		}
 	}
-	switch {
-	case best >= 0:
-		return AttrMachine, best
-	case r.Lateness() >= period:
-		return AttrOurs, -1
+	// The union of the overlaps.
+	slices.SortFunc(covered, func(a, b span) int { return cmpInt64(a.from, b.from) })
+	var sum, reach int64
+	reach = r.Planned
+	for _, c := range covered {
+		from := max(c.from, reach)
+		if c.to > from {
+			sum += c.to - from
+		}
+		reach = max(reach, c.to)
 	}
-	return AttrShort, -1
+	share := 1.0
+	if d := r.End() - r.Planned; d > 0 {
+		share = float64(sum) / float64(d)
+	}
+	switch {
+	case best >= 0 && share >= machineShare:
+		return AttrMachine, best, share
+	case r.Lateness() >= period:
+		return AttrOurs, best, share
+	}
+	return AttrShort, best, share
 }
 
 // Stall is a late tick as reported: times in seconds from the run's start
@@ -171,6 +215,7 @@ type Stall struct {
 	WakeLatenessUs float64     `json:"wake_lateness_us"`
 	SendLatenessUs float64     `json:"send_lateness_us"`
 	CPU            int         `json:"cpu"`
+	SleptCPU       int         `json:"slept_cpu"`
 	Attribution    Attribution `json:"attribution"`
 	Spike          *SpikeUs    `json:"cyclictest_spike,omitempty"` // the largest overlapping one
 	rec            LateTick
@@ -181,6 +226,8 @@ type SpikeUs struct {
 	CPU       int     `json:"cpu"`
 	LatencyUs float64 `json:"latency_us"`
 	AtS       float64 `json:"at_s"` // its deadline, from the run's start
+	// Covered is the share of the stall that the spikes on its CPUs cover.
+	Covered float64 `json:"covered"`
 }
 
 // LinkStalls is one link's late ticks by attribution.
@@ -256,15 +303,16 @@ func NewStallReport(links []BenchLink, watch *WatchResult, watchErr error, runSt
 		for _, r := range recs {
 			st := Stall{
 				Link: ls.Name, AtS: sec(r.Planned), LatenessUs: usRound(r.Lateness()),
-				WakeLatenessUs: usRound(r.WakeLateness()), SendLatenessUs: usRound(r.SendLateness()), CPU: int(r.CPU), rec: r,
+				WakeLatenessUs: usRound(r.WakeLateness()), SendLatenessUs: usRound(r.SendLateness()), CPU: int(r.CPU), SleptCPU: int(r.SleptCPU), rec: r,
 			}
 			st.Attribution = AttrNoWatch
 			if watch != nil {
 				var at int
-				st.Attribution, at = Attribute(r, spikes, maxSpike, int64(period))
+				var share float64
+				st.Attribution, at, share = Attribute(r, spikes, maxSpike, int64(period))
 				if at >= 0 {
 					s := spikes[at]
-					st.Spike = &SpikeUs{CPU: s.CPU, LatencyUs: usRound(s.Latency), AtS: sec(s.Start())}
+					st.Spike = &SpikeUs{CPU: s.CPU, LatencyUs: usRound(s.Latency), AtS: sec(s.Start()), Covered: math.Round(share*100) / 100}
 				}
 			}
 			switch st.Attribution {
@@ -370,9 +418,9 @@ func (s StallReport) WriteText(w io.Writer) error {
 		for _, st := range s.Largest {
 			spike := "-"
 			if sp := st.Spike; sp != nil {
-				spike = fmt.Sprintf("cpu%d %.0f µs from %.3f s", sp.CPU, sp.LatencyUs, sp.AtS)
+				spike = fmt.Sprintf("cpu%d %.0f µs from %.3f s (covers %.0f%%)", sp.CPU, sp.LatencyUs, sp.AtS, sp.Covered*100)
 			}
-			fmt.Fprintf(&b, "  %8.3f  %-12s %9.1f %9.1f %9.1f %4d  %-36s  %s\n", st.AtS, st.Link, st.LatenessUs, st.WakeLatenessUs, st.SendLatenessUs, st.CPU, st.Attribution, spike)
+			fmt.Fprintf(&b, "  %8.3f  %-12s %9.1f %9.1f %9.1f %5s  %-36s  %s\n", st.AtS, st.Link, st.LatenessUs, st.WakeLatenessUs, st.SendLatenessUs, fmt.Sprintf("%d>%d", st.SleptCPU, st.CPU), st.Attribution, spike)
 		}
 	}
 	if len(s.Timeline) > 0 {
@@ -401,7 +449,7 @@ func (s StallReport) WriteText(w io.Writer) error {
 
 // stallCSVHeader is the header row of WriteStallsCSV.
 var stallCSVHeader = []string{"links", "link", "at_s", "planned_ns", "deadline_ns", "wake_ns", "send_ns", "lateness_us", "wake_lateness_us",
-	"send_lateness_us", "cpu", "attribution", "spike_cpu", "spike_latency_us", "spike_at_s"}
+	"send_lateness_us", "slept_cpu", "cpu", "attribution", "spike_cpu", "spike_latency_us", "spike_at_s"}
 
 // WriteStallsCSV writes every late tick of every run, one row each, its
 // instants on CLOCK_MONOTONIC in ns.
@@ -418,9 +466,9 @@ func (r LinksReport) WriteStallsCSV(w io.Writer) error {
 		for _, st := range run.Stalls.Records {
 			row := []string{strconv.Itoa(run.Links), st.Link, f(st.AtS), strconv.FormatInt(st.rec.Planned, 10),
 				strconv.FormatInt(st.rec.Deadline, 10), strconv.FormatInt(st.rec.Wake, 10), strconv.FormatInt(st.rec.Send, 10),
-				f(st.LatenessUs), f(st.WakeLatenessUs), f(st.SendLatenessUs), strconv.Itoa(st.CPU), string(st.Attribution), "", "", ""}
+				f(st.LatenessUs), f(st.WakeLatenessUs), f(st.SendLatenessUs), strconv.Itoa(st.SleptCPU), strconv.Itoa(st.CPU), string(st.Attribution), "", "", ""}
 			if sp := st.Spike; sp != nil {
-				row[12], row[13], row[14] = strconv.Itoa(sp.CPU), f(sp.LatencyUs), f(sp.AtS)
+				row[13], row[14], row[15] = strconv.Itoa(sp.CPU), f(sp.LatencyUs), f(sp.AtS)
 			}
 			if err := cw.Write(row); err != nil {
 				return err

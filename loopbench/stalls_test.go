@@ -94,7 +94,7 @@ func TestAttribute(t *testing.T) {
 	}
 	maxSpike := 5 * msNs
 	tick := func(planned, end int64, cpu int32) LateTick {
-		return LateTick{Planned: planned, Deadline: planned, Wake: end, CPU: cpu}
+		return LateTick{Planned: planned, Deadline: planned, Wake: end, CPU: cpu, SleptCPU: cpu}
 	}
 	for _, tc := range []struct {
 		name  string
@@ -103,22 +103,25 @@ func TestAttribute(t *testing.T) {
 		spike int
 	}{
 		{"inside a spike on its CPU", tick(10500*usNs, 11800*usNs, 0), AttrMachine, 0},
-		{"overlapping its start", tick(9*msNs, 10100*usNs, 0), AttrMachine, 0},
-		{"overlapping its end", tick(11900*usNs, 14*msNs, 0), AttrMachine, 0},
+		{"overlapping its start, most of it", tick(9800*usNs, 10900*usNs, 0), AttrMachine, 0},
+		{"overlapping its end, most of it", tick(11*msNs, 12500*usNs, 0), AttrMachine, 0},
 		{"the spike on another CPU", tick(10500*usNs, 11800*usNs, 1), AttrOurs, -1},
+		{"slept on the spike's CPU, woke on another", LateTick{Planned: 10500 * usNs, Deadline: 10500 * usNs, Wake: 11800 * usNs, CPU: 1, SleptCPU: 0}, AttrMachine, 0},
+		{"a spike covering less than half", tick(8*msNs, 11*msNs, 0), AttrOurs, 0},
+		{"a spike covering a tenth of a short stall", tick(11900*usNs, 12800*usNs, 0), AttrShort, 0},
 		{"the largest of two overlapping", tick(20800*usNs, 22*msNs, 1), AttrMachine, 2},
 		{"a long spike whose wake-up is far after", tick(24*msNs, 25*msNs, 1), AttrMachine, 2},
 		{"unknown CPU: any", tick(38*msNs, 39500*usNs, -1), AttrMachine, 3},
 		{"after every spike, a period late", tick(50*msNs, 52*msNs, 0), AttrOurs, -1},
 		{"just after a spike, shorter than a period", tick(12100*usNs, 12900*usNs, 0), AttrShort, -1},
-		{"a send late after an on-time wake-up", LateTick{Planned: 36 * msNs, Deadline: 36500 * usNs, Wake: 36010 * usNs, Send: 37100 * usNs, CPU: 0}, AttrMachine, 3},
+		{"a send late after an on-time wake-up", LateTick{Planned: 36 * msNs, Deadline: 36500 * usNs, Wake: 36010 * usNs, Send: 38500 * usNs, CPU: 0}, AttrMachine, 3},
 	} {
-		got, at := Attribute(tc.r, spikes, maxSpike, period)
+		got, at, _ := Attribute(tc.r, spikes, maxSpike, period)
 		if got != tc.want || at != tc.spike {
 			t.Errorf("%s: Attribute = %q, spike %d; want %q, %d", tc.name, got, at, tc.want, tc.spike)
 		}
 	}
-	if got, at := Attribute(tick(0, 2*msNs, 0), nil, 0, period); got != AttrOurs || at != -1 {
+	if got, at, _ := Attribute(tick(0, 2*msNs, 0), nil, 0, period); got != AttrOurs || at != -1 {
 		t.Errorf("no spikes: %q %d", got, at)
 	}
 }
@@ -204,7 +207,7 @@ func TestNewStallReport(t *testing.T) {
 		l.Timing.stalls.firstTick = start
 	}
 	add := func(l BenchLink, planned, late int64, cpu int32) {
-		l.Timing.stalls.recs = append(l.Timing.stalls.recs, LateTick{Planned: planned, Deadline: planned, Wake: planned + late, CPU: cpu})
+		l.Timing.stalls.recs = append(l.Timing.stalls.recs, LateTick{Planned: planned, Deadline: planned, Wake: planned + late, CPU: cpu, SleptCPU: cpu})
 		l.Timing.stalls.bin(uint64((planned-start)/msNs), msNs, late)
 	}
 	add(a, start+100*msNs, 2*msNs, 0)  // machine: the spike below
@@ -246,7 +249,7 @@ func TestNewStallReport(t *testing.T) {
 	if err != nil || len(rows) != 4 || !slices.Equal(rows[0], stallCSVHeader) {
 		t.Fatalf("CSV %v, %v", rows, err)
 	}
-	if r := rows[1]; r[1] != "a" || r[3] != "1100000000" || r[11] != "machine" || r[12] != "0" || r[13] != "4000" {
+	if r := rows[1]; r[1] != "a" || r[3] != "1100000000" || r[12] != "machine" || r[13] != "0" || r[14] != "4000" {
 		t.Errorf("first row %v", r)
 	}
 
