@@ -335,10 +335,7 @@ func (p *EmioPlant) build(b *builder) (*parts, error) {
 		if latency == 0 {
 			latency = time.Millisecond // a U2D2 set up as deploy/ advises
 		}
-		// Simulated servos are a goroutine, not hardware: on a loaded
-		// machine they can answer late; a late reply must not read as a
-		// dead servo.
-		margin = 20 * time.Millisecond
+		margin = simServoMargin
 	} else {
 		cfg.Port = p.Port
 	}
@@ -368,6 +365,15 @@ func (p *EmioPlant) build(b *builder) (*parts, error) {
 	ps.openErr = m.Open(ctx)
 	return ps, nil
 }
+
+// simServoMargin is the reply margin on the simulated servos' line. They
+// are a goroutine behind a pseudo-terminal, not hardware: the kernel and
+// the scheduler stand between request and reply, and on a loaded 2-core
+// machine a reply took up to 0.75 s (p99 0.15 s, against 1.2 ms unloaded).
+// At 20 ms, three late replies in a row flapped the link between running
+// and degraded. A real line keeps its 3 ms, so that a dead servo is found
+// within a tick; here a silent simulated servo only makes its ticks long.
+const simServoMargin = 250 * time.Millisecond
 
 // simulatedServos serves the Emio's servos on a pseudo-terminal for the
 // life of the built link, and points the plant at it.
