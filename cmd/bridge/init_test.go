@@ -48,7 +48,7 @@ func TestInitFindsSimulatedServos(t *testing.T) {
 	os.MkdirAll(filepath.Dir(link), 0o755)
 	simServosAt(t, link, "0,1,2,3")
 	out := filepath.Join(dir, "emio.toml")
-	code, stdout, stderr := runCLI(t, "init", "-port", link, "-ids", "0-5", "-camera", "none", "-out", out)
+	code, stdout, stderr := runCLI(t, "init", "-port", link, "-ids", "0-5", "-camera", "none", "-latency-timer", simulatedLatency, "-out", out)
 	if code != 0 {
 		t.Fatalf("init: %d\n%s%s", code, stdout, stderr)
 	}
@@ -98,7 +98,7 @@ func initOnAt(t *testing.T, ids string, baud int, args ...string) (out string, c
 	}
 	simServosAt(t, link, ids, sim...)
 	out = filepath.Join(dir, "emio.toml")
-	code, stdout, stderr = runCLI(t, append([]string{"init", "-port", link, "-out", out}, args...)...)
+	code, stdout, stderr = runCLI(t, append([]string{"init", "-port", link, "-latency-timer", simulatedLatency, "-out", out}, args...)...)
 	return out, code, stdout, stderr
 }
 
@@ -221,7 +221,7 @@ func TestInitInterruptedWritesNothing(t *testing.T) {
 	// machine lets answer first), mid-scan.
 	stdout := &cancelOn{word: "XM430", cancel: cancel}
 	var stderr strings.Builder
-	code := run(ctx, []string{"init", "-port", link, "-ids", "0-20", "-bauds", "1000000,57600", "-camera", "none", "-force", "-out", out}, stdout, &stderr)
+	code := run(ctx, []string{"init", "-port", link, "-ids", "0-20", "-bauds", "1000000,57600", "-camera", "none", "-latency-timer", simulatedLatency, "-force", "-out", out}, stdout, &stderr)
 	if code != 130 || !strings.Contains(stderr.String(), "interrupted; "+out+" was not written") {
 		t.Fatalf("init: exit %d\n%s%s", code, stdout, stderr.String())
 	}

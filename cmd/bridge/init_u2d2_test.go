@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/labbridge/bridge/dynamixel"
 	"github.com/labbridge/bridge/internal/testutil"
@@ -23,11 +24,15 @@ func TestInitAutoChoosesTheU2D2(t *testing.T) {
 	}
 	simServosAt(t, link, "0,1,2,3")
 	serial := dynamixel.PortInfo{Path: "/dev/ttyS0"}
+	latency, err := time.ParseDuration(simulatedLatency)
+	if err != nil {
+		t.Fatal(err)
+	}
 	find := func(ports ...dynamixel.PortInfo) (string, []string, []string, string) {
 		t.Helper()
 		var out, errs testutil.SyncBuffer
 		hw, found, missing, err := findEmio(context.Background(), findFlags{
-			port: "auto", ids: "0-3", bauds: "1000000", camera: "none",
+			port: "auto", ids: "0-3", bauds: "1000000", camera: "none", latency: latency,
 			ports: func() ([]dynamixel.PortInfo, error) { return ports, nil },
 		}, &out, &errs)
 		if err != nil {

@@ -231,7 +231,7 @@ func TestBenchLinkPartnerProcess(t *testing.T) {
 	}
 }
 
-// simulatedLatency is the latency timer scan and ping assume for simulated
+// simulatedLatency is the latency timer scan, ping and init assume for simulated
 // servos: they are a goroutine, which a loaded machine may deschedule for
 // longer than any real servo takes to answer, and a late answer must not
 // read as a missing servo.
