@@ -60,8 +60,15 @@ func TestSimControlUnplugsTheCamera(t *testing.T) {
 		t.Fatalf("camera unplug: %d %q", code, body)
 	}
 	const lack = "link emio is degraded: no fresh measurement to send"
+	var health string // the last /healthz, said if the wait fails
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the last /healthz:\n%s", health)
+		}
+	})
 	testutil.WaitFor(t, "/healthz saying the camera is unplugged", func() bool {
 		code, body := get(metrics + "/healthz")
+		health = body
 		return code == http.StatusServiceUnavailable && strings.Contains(body, lack) && strings.Contains(body, "device unplugged: the virtual camera") &&
 			strings.Contains(body, "check the camera's USB 3 cable")
 	})
