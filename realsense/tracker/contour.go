@@ -135,6 +135,16 @@ func (c *Contours) Find(mask []byte, w, h int, dst []Blob) ([]Blob, error) {
 		return dst, fmt.Errorf("tracker: mask buffer of %d bytes, want %d for %dx%d: %w", len(mask), w*h, w, h, ErrSize)
 	}
 	c.pack(mask)
+	return c.FindPlane(dst)
+}
+
+// FindPlane is Find on the foreground plane as Threshold.Plane left it.
+func (c *Contours) FindPlane(dst []Blob) ([]Blob, error) {
+	dst = dst[:0]
+	c.pts = c.pts[:0]
+	c.starts = c.starts[:0]
+	c.sums = c.sums[:0]
+	c.n = 0
 	clear(c.marks)
 	if err := c.scan(); err != nil {
 		c.starts = c.starts[:0]
@@ -514,4 +524,26 @@ func Markers(blobs []Blob, minArea float64) []Blob {
 		}
 	}
 	return out
+}
+
+// unpack writes the foreground plane back as a w·h mask of 0 and 255 bytes:
+// eight pixels a step, each bit spread to a byte.
+func (c *Contours) unpack(mask []byte) {
+	w := c.w
+	rb := 1 << c.shift / 8
+	for y := range c.h {
+		row := c.fg[(y+1)*rb : (y+2)*rb]
+		dst := mask[y*w : (y+1)*w]
+		x := 0
+		for ; x+8 <= w; x += 8 {
+			b := uint64(binary.LittleEndian.Uint16(row[(x+1)>>3:]) >> ((x + 1) & 7) & 0xFF)
+			// b in every byte, bit i kept in byte i, then each non-zero
+			// byte made 0xFF.
+			s := ((b*0x0101010101010101&0x8040201008040201 + low8) >> 7 & 0x0101010101010101) * 0xFF
+			binary.LittleEndian.PutUint64(dst[x:], s)
+		}
+		for ; x < w; x++ {
+			dst[x] = byte(0 - (row[(x+1)>>3] >> ((x + 1) & 7) & 1))
+		}
+	}
 }

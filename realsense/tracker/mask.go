@@ -190,3 +190,114 @@ func (t *Threshold) bit(d, lo, span uint16, c uint32) uint64 {
 	c &= 1<<24 - 1
 	return t.lut[c>>6] >> (c & 63) & 1
 }
+
+// Depth lanes: four Z16 values a word, the top bit of each lane the answer.
+const (
+	lane15 = 0x7FFF7FFF7FFF7FFF
+	laneH  = 0x8000800080008000
+	lane1  = 0x0001000100010001
+)
+
+// depthLanes returns bit 15 of each 16-bit lane of v set when that depth
+// lies within the range whose constants are over = (0x7FFF−hi) and
+// under = (0x8000−lo) in every lane (hi ≤ 0x7FFF): a lane's low 15 bits plus
+// either constant stays within the lane, so no carry crosses lanes.
+func depthLanes(v, over, under uint64) uint64 {
+	a := v & lane15
+	above := (a + over) | v // bit 15: d > hi
+	atLeast := (a + under) | v
+	return atLeast &^ above & laneH
+}
+
+// Plane writes the same mask as Mask into c's foreground plane, one bit per
+// pixel, so that c.FindPlane needs no byte mask: eight pixels a step, whose
+// eight depths are tested in two words, and whose colours are looked up only
+// when one of those depths is in range (on a camera frame, the part beyond
+// the depth range is large and contiguous).
+func (t *Threshold) Plane(c *Contours, bgr []byte, depth []uint16, lo, hi uint16) error {
+	w, h := c.w, c.h
+	n := w * h
+	if len(bgr) < 3*n {
+		return fmt.Errorf("tracker: BGR buffer of %d bytes, want %d for %dx%d: %w", len(bgr), 3*n, w, h, ErrSize)
+	}
+	if len(depth) < n {
+		return fmt.Errorf("tracker: depth buffer of %d values, want %d for %dx%d: %w", len(depth), n, w, h, ErrSize)
+	}
+	rb := 1 << c.shift / 8
+	fg := c.fg
+	clear(fg[:rb])
+	clear(fg[(h+1)*rb:])
+	if lo > hi {
+		clear(fg)
+		return nil
+	}
+	// The lane form needs hi below 2^15 (32 m); beyond, every pixel takes
+	// the per-pixel test.
+	lanes := hi <= 0x7FFF
+	over := (0x7FFF - uint64(hi)&0x7FFF) * lane1
+	under := (0x8000 - uint64(lo)) * lane1
+	span := hi - lo
+	for y := range h {
+		t.planeRow(fg[(y+1)*rb:(y+2)*rb], bgr[3*y*w:3*(y+1)*w], depth[y*w:(y+1)*w], lanes, over, under, lo, span)
+	}
+	return nil
+}
+
+// planeRow is Plane on one row of w = len(dep) pixels: src holds their 3·w
+// colour bytes and row is their padded plane row. A function of its own, so
+// that the loop's values stay in registers.
+func (t *Threshold) planeRow(row, src []byte, dep []uint16, lanes bool, over, under uint64, lo, span uint16) {
+	w := len(dep)
+	src = src[:3*w]
+	lut := &t.lut
+	var carry uint64 // the bit shifted out of the previous word: the frame first
+	j := 0
+	x := 0
+	for x < w {
+		var v uint64
+		k := 0
+		for ; lanes && k < 64 && x+8 <= w; k += 8 {
+			d := dep[x : x+8 : x+8]
+			d0 := depthLanes(uint64(d[0])|uint64(d[1])<<16|uint64(d[2])<<32|uint64(d[3])<<48, over, under)
+			d1 := depthLanes(uint64(d[4])|uint64(d[5])<<16|uint64(d[6])<<32|uint64(d[7])<<48, over, under)
+			if d0|d1 != 0 {
+				p := src[3*x : 3*x+24 : 3*x+24]
+				w0 := binary.LittleEndian.Uint64(p[0:])
+				w1 := binary.LittleEndian.Uint64(p[8:])
+				w2 := binary.LittleEndian.Uint64(p[16:])
+				// Pixel i's colour is bits 24i… of the 24 bytes: its table
+				// word is the colour >> 6, its bit the colour & 63.
+				g := lut[w0>>6&(lutWords-1)]>>(w0&63)&1 |
+					lut[w0>>30&(lutWords-1)]>>(w0>>24&63)&1<<1 |
+					lut[(w0>>54|w1<<10)&(lutWords-1)]>>(w0>>48&63)&1<<2 |
+					lut[w1>>14&(lutWords-1)]>>(w1>>8&63)&1<<3 |
+					lut[w1>>38&(lutWords-1)]>>(w1>>32&63)&1<<4 |
+					lut[(w1>>62|w2<<2)&(lutWords-1)]>>(w1>>56&63)&1<<5 |
+					lut[w2>>22&(lutWords-1)]>>(w2>>16&63)&1<<6 |
+					lut[w2>>46&(lutWords-1)]>>(w2>>40&63)&1<<7
+				g &= lanes4(d0) | lanes4(d1)<<4
+				v |= g << k
+			}
+			x += 8
+		}
+		for ; k < 64 && x < w; k++ {
+			p := src[3*x : 3*x+3 : 3*x+3]
+			v |= t.bit(dep[x], lo, span, uint32(p[0])|uint32(p[1])<<8|uint32(p[2])<<16) << k
+			x++
+		}
+		binary.LittleEndian.PutUint64(row[8*j:], v<<1|carry)
+		carry = v >> 63
+		j++
+	}
+	for ; 8*j < len(row); j++ {
+		binary.LittleEndian.PutUint64(row[8*j:], carry)
+		carry = 0
+	}
+}
+
+// lanes4 gathers bit 15 of the four 16-bit lanes of x into bits 0–3: the
+// multiplier moves lane i's bit to bit 45+i, and no two of its partial
+// products meet.
+func lanes4(x uint64) uint64 {
+	return (x >> 15) * (1<<45 | 1<<30 | 1<<15 | 1) >> 45 & 0xF
+}

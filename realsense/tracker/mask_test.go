@@ -3,6 +3,7 @@ package tracker
 import (
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -166,6 +167,96 @@ func TestMaskAllocs(t *testing.T) {
 	} {
 		if a := testing.AllocsPerRun(10, f); a != 0 {
 			t.Errorf("%s: %v allocations", name, a)
+		}
+	}
+}
+
+// TestDepthLanes checks the four-lane depth test against d ∈ [lo, hi] for
+// every depth and bounds around the lane form's limits.
+func TestDepthLanes(t *testing.T) {
+	for _, b := range [][2]uint16{{0, 1000}, {2, 1000}, {0, 0}, {1, 1}, {300, 301}, {0, 0x7FFF}, {0x7FFF, 0x7FFF}, {0x7FFE, 0x7FFF}, {1000, 0x7FFF}} {
+		lo, hi := b[0], b[1]
+		over := (0x7FFF - uint64(hi)) * lane1
+		under := (0x8000 - uint64(lo)) * lane1
+		for d := range 1 << 16 {
+			// d in lane 1, its neighbours' worst cases around it.
+			for _, other := range []uint64{0, 0xFFFF, uint64(lo), uint64(hi)} {
+				v := other | uint64(d)<<16 | other<<32 | uint64(d)<<48
+				got := depthLanes(v, over, under)
+				want := uint16(d) >= lo && uint16(d) <= hi
+				if (got>>31&1 == 1) != want || (got>>63&1 == 1) != want {
+					t.Fatalf("depth %d in [%d, %d]: lanes %#x, want %v", d, lo, hi, got, want)
+				}
+				if (got>>15&1 == 1) != (uint16(other) >= lo && uint16(other) <= hi) {
+					t.Fatalf("depth %d beside %d in [%d, %d]: lanes %#x", other, d, lo, hi, got)
+				}
+			}
+		}
+	}
+}
+
+// TestPlaneMatchesMask checks that Threshold.Plane leaves the plane that
+// packing Threshold.Mask's output would, that Contours.unpack gives that
+// mask back, and that FindPlane finds Find's blobs, for widths that are and
+// are not multiples of 8 and 64 and depth ranges inside and beyond the lane
+// form's.
+func TestPlaneMatchesMask(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	thr := NewThreshold(NewHSV(), Range{Lower: [3]uint8{20, 40, 30}, Upper: [3]uint8{100, 255, 255}})
+	for _, sz := range [][2]int{{97, 31}, {64, 9}, {128, 4}, {848, 6}, {7, 3}, {1, 1}, {200, 1}} {
+		w, h := sz[0], sz[1]
+		bgr := make([]byte, 3*w*h)
+		depth := make([]uint16, w*h)
+		want := make([]byte, w*h)
+		got := make([]byte, w*h)
+		c, err := NewContours(w, h, 4*w*h+4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, err := NewContours(w, h, 4*w*h+4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range [][2]uint16{{0, 1000}, {2, 1000}, {500, 400}, {0, 0}, {0, 0x7FFF}, {0, 0x8000}, {40000, 65535}, {0, 65535}} {
+			lo, hi := b[0], b[1]
+			for i := range bgr {
+				bgr[i] = byte(rng.UintN(256))
+			}
+			for i := range depth {
+				switch rng.UintN(4) {
+				case 0:
+					depth[i] = uint16(rng.UintN(1 << 16))
+				case 1:
+					depth[i] = lo + uint16(rng.UintN(3)) - 1
+				case 2:
+					depth[i] = hi + uint16(rng.UintN(3)) - 1
+				default:
+					depth[i] = uint16(rng.UintN(1200))
+				}
+			}
+			if err := thr.Mask(want, bgr, depth, w, h, lo, hi); err != nil {
+				t.Fatal(err)
+			}
+			if err := thr.Plane(c, bgr, depth, lo, hi); err != nil {
+				t.Fatal(err)
+			}
+			ref.pack(want)
+			if !slices.Equal(c.fg, ref.fg) {
+				t.Fatalf("%dx%d depth %d–%d: Plane's plane differs from the packed mask", w, h, lo, hi)
+			}
+			c.unpack(got)
+			sameBytes(t, "unpacked plane", got, want, w, 1)
+			gb, err := c.FindPlane(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wb, err := ref.Find(want, w, h, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(gb, wb) {
+				t.Fatalf("%dx%d depth %d–%d: FindPlane %v, Find %v", w, h, lo, hi, gb, wb)
+			}
 		}
 	}
 }

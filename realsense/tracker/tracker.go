@@ -61,12 +61,15 @@ type Result struct {
 // points (within 1e-9, see Pose.Apply). Everything is allocated by New;
 // Process allocates nothing. A Tracker is not safe for concurrent use.
 type Tracker struct {
-	cfg     Config
-	thr     *Threshold
-	morph   *Morph // nil when erosion_size is 0: the opening is a no-op
-	cont    *Contours
-	fill    *filler
-	mask    []byte
+	cfg   Config
+	thr   *Threshold
+	morph *Morph // nil when erosion_size is 0: the opening is a no-op
+	cont  *Contours
+	fill  *filler
+	mask  []byte
+	// stale is set when the last Process left its mask in the contour plane
+	// only: Mask unpacks it on demand.
+	stale   bool
 	blobs   []Blob
 	markers []Marker
 	vec     []float64
@@ -140,8 +143,16 @@ func newTracker(cfg Config, thr *Threshold) (*Tracker, error) {
 func (t *Tracker) Config() Config { return t.cfg }
 
 // Mask returns the final mask of the last Process (Width·Height bytes, 0 or
-// 255), for display. It is overwritten by the next Process.
-func (t *Tracker) Mask() []byte { return t.mask }
+// 255), for display. It is overwritten by the next Process. Without an
+// opening, Process keeps the mask as bits only and Mask writes the bytes,
+// once per frame.
+func (t *Tracker) Mask() []byte {
+	if t.stale {
+		t.cont.unpack(t.mask)
+		t.stale = false
+	}
+	return t.mask
+}
 
 // Reset clears the held vector back to zeros, as a restarted bridge.
 // NoIntersection keeps counting.
@@ -165,15 +176,26 @@ func (t *Tracker) Process(bgr []byte, depth []uint16) (Result, error) {
 	if len(depth) != n {
 		return res, fmt.Errorf("tracker: depth frame of %d values, want %d for %dx%d: %w", len(depth), n, w, h, ErrSize)
 	}
-	if err := t.thr.Mask(t.mask, bgr, depth, w, h, t.cfg.DepthMin, t.cfg.DepthMax); err != nil {
-		return res, err
-	}
-	if t.morph != nil {
+	var blobs []Blob
+	var err error
+	if t.morph == nil {
+		// The threshold writes the contour plane itself: no byte mask to
+		// write and pack again.
+		t.stale = true
+		if err := t.thr.Plane(t.cont, bgr, depth, t.cfg.DepthMin, t.cfg.DepthMax); err != nil {
+			return res, err
+		}
+		blobs, err = t.cont.FindPlane(t.blobs[:0])
+	} else {
+		t.stale = false
+		if err := t.thr.Mask(t.mask, bgr, depth, w, h, t.cfg.DepthMin, t.cfg.DepthMax); err != nil {
+			return res, err
+		}
 		if err := t.morph.Open(t.mask, t.mask); err != nil {
 			return res, err
 		}
+		blobs, err = t.cont.Find(t.mask, w, h, t.blobs[:0])
 	}
-	blobs, err := t.cont.Find(t.mask, w, h, t.blobs[:0])
 	if err != nil {
 		return res, err
 	}
