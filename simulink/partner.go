@@ -52,8 +52,8 @@ type PartnerConfig struct {
 	// SCHED_FIFO priority, waiting with ppoll on raw sockets, as the
 	// master's loop does; a built-in partner takes its link loop's. 0, or a
 	// process not permitted SCHED_FIFO (NewPartner warns once), receives on
-	// a goroutine through the netpoller, which is the faster of the two only
-	// on an idle machine (docs/realtime.md §7.3).
+	// a goroutine through the netpoller, whose wake-up waits behind every
+	// runnable thread of a busy machine (docs/realtime.md §7.3).
 	Priority int
 }
 
