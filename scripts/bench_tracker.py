@@ -10,12 +10,18 @@ bitwise_and, findContours RETR_EXTERNAL/CHAIN_APPROX_SIMPLE, contourArea >
 contour's non-zero depths, pixel to mm deprojection), runs the Go
 BenchmarkFrame (Tracker.Process) on the same scenes, and prints per scene
 the OpenCV and Go medians, their ratio, and whether both found the same
-markers (px, py, area, depth).
+markers (px, py, area, depth). It then times each Process call
+(TestFrameTimes, --tail-frames frames per scene after 10 untimed, the
+garbage collector running as usual) and prints the Go tracker's p99 and max
+per frame and max/p99, on the wall clock and on the thread's CPU clock
+(which leaves out the time other processes held the core), each the median
+of --count runs, with the load average before and after.
 
 Usage, from anywhere in the repository:
 
     python3 scripts/bench_tracker.py [--frames 200] [--warmup 10]
                                      [--benchtime 2s] [--count 5]
+                                     [--tail-frames 1000]
 
 It needs Go and python3 with OpenCV and numpy; without cv2 it says how to
 install it and exits 0, or 1 under CI (CI=true), where OpenCV is installed
@@ -23,6 +29,7 @@ and its absence means the comparison did not run.
 """
 
 import argparse
+import json
 import os
 import re
 import statistics
@@ -94,12 +101,40 @@ def time_go(benchtime, count):
     return {k: statistics.median(v) for k, v in runs.items()}
 
 
+def time_go_frames(frames, count):
+    """{(clock, scene): {"p50": [...], "p99": [...], "max": [...]}} in ms, one
+    entry per run of TestFrameTimes."""
+    env = dict(os.environ, BRIDGE_TRACKER_TIMES=str(frames))
+    r = subprocess.run(
+        ["go", "test", "-v", "-run", "^TestFrameTimes$", "-count", str(count), PKG],
+        cwd=REPO, env=env, check=True, capture_output=True, text=True)
+    out = {}
+    for line in r.stdout.splitlines():
+        if line.startswith("frametimes "):
+            row = json.loads(line.split(" ", 1)[1])
+            d = out.setdefault((row["clock"], row["scene"]), {"p50": [], "p99": [], "max": [], "ratio": []})
+            d["p50"].append(row["median_ms"])
+            d["p99"].append(row["p99_ms"])
+            d["max"].append(row["max_ms"])
+            d["ratio"].append(row["max_ms"] / row["p99_ms"])
+    return out
+
+
+def load_average():
+    try:
+        with open("/proc/loadavg") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "n/a"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--frames", type=int, default=200, help="timed OpenCV frames per scene")
     ap.add_argument("--warmup", type=int, default=10, help="untimed OpenCV frames first")
     ap.add_argument("--benchtime", default="2s", help="go test -benchtime")
     ap.add_argument("--count", type=int, default=5, help="go test -count (the median is kept)")
+    ap.add_argument("--tail-frames", type=int, default=1000, help="timed Go frames per scene and run for p99 and max")
     args = ap.parse_args()
     try:
         import cv2
@@ -112,6 +147,7 @@ def main():
               "and run this script again.")
         return 1 if os.environ.get("CI") == "true" else 0
     cv2.setNumThreads(1)
+    load_before = load_average()
 
     with tempfile.TemporaryDirectory(prefix="bench_tracker_") as d:
         write_frames(d)
@@ -126,6 +162,8 @@ def main():
         ms = time_opencv(cv2, np, frame, depth, args.frames, args.warmup)
         rows.append([name, ncont, len(cv), same, ms, cvm, go])
     gos = time_go(args.benchtime, args.count)
+    tails = time_go_frames(args.tail_frames, args.count)
+    load_after = load_average()
 
     print(f"OpenCV {cv2.__version__} (1 thread, median of {args.frames} frames) vs Go "
           f"BenchmarkFrame (Tracker.Process, median of {args.count} runs), {W}x{H}")
@@ -135,6 +173,17 @@ def main():
         gs = f"{g:8.3f}" if g is not None else f"{'n/a':>8}"
         ratio = f"{ms / g:6.1f}x" if g else f"{'n/a':>7}"
         print(f"{name:8} {ncont:8d} {nm:7d} {ms:10.3f} {gs} {ratio}  {'yes' if same else 'NO'}")
+    print(f"Go per frame (TestFrameTimes, {args.tail_frames} frames per scene after 10 untimed, GC on; "
+          f"median of {args.count} runs): p50, p99, max in ms, and max/p99")
+    print(f"{'scene':8} {'clock':5} {'p50':>7} {'p99':>7} {'max':>8} {'max/p99':>7}")
+    for name in SCENES:
+        for clock in ("wall", "cpu"):
+            d = tails.get((clock, name))
+            if d is None:
+                continue
+            med = {k: statistics.median(v) for k, v in d.items()}
+            print(f"{name:8} {clock:5} {med['p50']:7.3f} {med['p99']:7.3f} {med['max']:8.3f} {med['ratio']:6.2f}x")
+    print(f"load average (1, 5, 15 min) before {load_before}, after {load_after}, on {os.cpu_count()} CPUs")
     for name, _, _, same, _, cvm, go in rows:
         if not same:
             print(f"{name}: OpenCV markers (px, py, area, depth) {cvm}")
