@@ -3,9 +3,11 @@ package simulink
 import (
 	"context"
 	"encoding/binary"
+	"log/slog"
 	"math"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -222,5 +224,61 @@ func BenchmarkPartnerProcessProportional(b *testing.B) {
 		if p.process(in, src, p.wbuf) == 0 {
 			b.Fatal("no reply")
 		}
+	}
+}
+
+// TestPartnerFIFONotPermitted: where SCHED_FIFO is refused, the partner
+// warns once, at NewPartner, and answers on the netpoller, Serve after
+// Serve.
+func TestPartnerFIFONotPermitted(t *testing.T) {
+	var logs strings.Builder
+	master, replies := ptListen(t), ptListen(t)
+	cfg := ptConfig(master, replies)
+	cfg.Priority = ptFIFO
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	refuse := func(int) error { return unix.EPERM }
+	p, err := newPartnerProbe(cfg, true, refuse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if p.rx == nil || p.rt != nil {
+		t.Fatal("not on the netpoller's sockets")
+	}
+	r := &ptRig{t: t, master: master, replies: replies, p: p, buf: make([]byte, 2048)}
+	for range 2 { // a supervisor's restart must not warn again
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- p.Serve(ctx) }()
+		// Serve binds the sockets again after the first: send until it
+		// answers.
+		var got []byte
+		for start := time.Now(); got == nil; {
+			r.send(ptDatagram(3, 0, 0, 0, 1, 2, 3, 4))
+			if err := replies.SetReadDeadline(time.Now().Add(50 * time.Millisecond)); err != nil {
+				t.Fatal(err)
+			}
+			if n, _, err := replies.ReadFromUDPAddrPort(r.buf); err == nil {
+				got = slices.Clone(r.buf[:n])
+			} else if time.Since(start) > ptWait {
+				t.Fatalf("no reply: %v", err)
+			}
+		}
+		if want := ptDatagram(3, 1, 2, 3, 4); !slices.Equal(got, want) {
+			t.Errorf("got % x, want % x", got, want)
+		}
+		if s := p.ThreadSettings(); s.Policy != "SCHED_OTHER" || p.threadID() != 0 {
+			t.Errorf("ThreadSettings = %+v, thread %d; want SCHED_OTHER and none", s, p.threadID())
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := strings.Count(logs.String(), "SCHED_FIFO not permitted"); n != 1 {
+		t.Errorf("%d warnings, want 1:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "priority=79") || !strings.Contains(logs.String(), "LimitRTPRIO") {
+		t.Errorf("the warning names neither the priority nor the fix:\n%s", logs.String())
 	}
 }
