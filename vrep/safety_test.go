@@ -165,7 +165,7 @@ func TestStopMotionUnreachable(t *testing.T) {
 				world = sc.World()
 				wg.Go(func() { sc.Serve(ctx, ln) })
 			}
-			s := newScene(t, vrep.Config{Protocol: proto, Address: addr, Timeout: time.Second, Stepping: true, Start: true})
+			s := newScene(t, vrep.Config{Protocol: proto, Address: addr, Timeout: 10 * time.Second, Stepping: true, Start: true})
 			tick(t, s, make([]float64, s.MeasureLen()), []float64{1, 1})
 			cancel()
 			wg.Wait()
