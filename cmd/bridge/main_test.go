@@ -231,11 +231,14 @@ func TestBenchLinkPartnerProcess(t *testing.T) {
 	}
 }
 
-// simulatedLatency is the latency timer scan, ping and init assume for simulated
-// servos: they are a goroutine, which a loaded machine may deschedule for
-// longer than any real servo takes to answer, and a late answer must not
-// read as a missing servo.
-const simulatedLatency = "250ms"
+// simulatedLatency is the latency timer scan, ping and init assume for
+// simulated servos: they are a goroutine, which a loaded machine may
+// deschedule for longer than any real servo takes to answer, and a late
+// answer must not read as a missing servo. Under two busy loops beside the
+// whole suite a reply took up to 0.75 s, and scan missed two servos at
+// 250 ms (a 0.5 s timeout); 1 s makes each ping's timeout 2 s, which only
+// an absent servo waits out.
+const simulatedLatency = "1s"
 
 // bridge sim servos serves a virtual U2D2 that bridge ping and bridge scan
 // find through the real serial path.
