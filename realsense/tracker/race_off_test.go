@@ -1,0 +1,6 @@
+//go:build !race
+
+package tracker
+
+// raceEnabled is set under the race detector, where exhaustive tests sample.
+const raceEnabled = false
