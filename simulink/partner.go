@@ -467,6 +467,10 @@ func (p *Partner) Serve(ctx context.Context) error {
 func (p *Partner) serveRT(ctx context.Context, stop chan struct{}, errc chan error, wg *sync.WaitGroup) error {
 	released := make(chan struct{})
 	p.sock.Lock()
+	if p.closed { // a Close between reopen and here released the sockets
+		p.sock.Unlock()
+		return fmt.Errorf("simulink: partner on %v: Serve after Close: %w", p.addr, ErrPartnerClosed)
+	}
 	p.released = released
 	p.sock.Unlock()
 	wg.Go(func() { errc <- p.rtLoop() })
