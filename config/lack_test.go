@@ -35,8 +35,16 @@ func (a agreement) check(t *testing.T, b *Built, sup *bridge.Supervisor, reg *pr
 			t.Logf("state %v, lack %v, faults %v, health %v", b.Link.State(), b.Link.Lack(), b.Faults.Active(), sup.Health())
 		}
 	})
+	// Every word awaited: a cause (the camera's library) may be known a
+	// moment after the state it explains, later still on a loaded machine.
 	testutil.WaitFor(t, "state "+a.state.String()+" with "+a.fault, func() bool {
-		return b.Link.State() == a.state && faultActive(b, a.fault) && strings.Contains(fmt.Sprint(sup.Health()), strings.ReplaceAll(a.health[0], "{link}", b.Link.Name()))
+		h := fmt.Sprint(sup.Health())
+		for _, w := range a.health {
+			if !strings.Contains(h, strings.ReplaceAll(w, "{link}", b.Link.Name())) {
+				return false
+			}
+		}
+		return b.Link.State() == a.state && faultActive(b, a.fault)
 	})
 	h := fmt.Sprint(sup.Health())
 	for _, w := range a.health {
