@@ -37,7 +37,10 @@ var imports = map[string][]string{
 	// no device (the serial port list is handed in) and no loop.
 	"install": {".", "deploy", "internal/atomicfile"},
 	// Protocols and devices: the contract and nothing else of ours …
-	"simulink":          {"plant"},
+	// … but the protocol's own stand-in for a host, which waits on a
+	// real-time thread as the master's loop does, may use the base thread
+	// set-up.
+	"simulink":          {"plant", "realtime"},
 	"dynamixel":         {"plant"},
 	"realsense":         {"plant"},
 	"realsense/tracker": {"plant"},
