@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -390,6 +391,28 @@ func TestReadAllocatesNothing(t *testing.T) {
 	}
 	if f.FrameNumber == 0 || f.Width != 640 {
 		t.Errorf("looped playback read frame #%d of width %d", f.FrameNumber, f.Width)
+	}
+}
+
+// A python3 that does not answer in time is not called a python3 without
+// pyrealsense2: a loaded machine once got "no pyrealsense2" from a probe
+// that had only run out of time.
+func TestLoadAnyPythonTooSlow(t *testing.T) {
+	t.Setenv(EnvLibrary, "")
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "python3"), []byte("#!/bin/sh\nexec sleep 30\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	lib, err := loadAny(context.Background(), 200*time.Millisecond)
+	if err == nil {
+		lib.Close()
+		t.Skip("a librealsense2 is installed under a standard name; nothing to check")
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "has no pyrealsense2") || !strings.Contains(msg, "did not say within 200ms whether it has pyrealsense2") ||
+		!strings.Contains(msg, EnvLibrary) || !errors.Is(err, ErrLibraryNotFound) {
+		t.Errorf("got %v", err)
 	}
 }
 

@@ -203,21 +203,34 @@ print(lib)
 	return dir, libpython, nil
 }
 
+// pythonProbeTimeout bounds the question to python3 in LoadAny.
+const pythonProbeTimeout = 60 * time.Second
+
 // LoadAny loads librealsense2 wherever a lab has it: the system's library
 // (Intel's package), the file named by REALSENSE_LIB, or the library the
 // pyrealsense2 Python package carries. A build without cgo reports ErrNoCgo;
 // a machine with none of them gets one error saying how to install one.
-func LoadAny(ctx context.Context) (*Lib, error) {
+func LoadAny(ctx context.Context) (*Lib, error) { return loadAny(ctx, pythonProbeTimeout) }
+
+func loadAny(ctx context.Context, probe time.Duration) (*Lib, error) {
 	lib, err := Load(Options{})
 	if err == nil || errors.Is(err, ErrNoCgo) {
 		return lib, err
 	}
-	pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	// Importing pyrealsense2 takes a second or two, far longer on a busy
+	// machine: the wait is generous, and running out of it is said as such.
+	pctx, cancel := context.WithTimeout(ctx, probe)
 	defer cancel()
 	dir, libpython, pyErr := FindPyrealsense2(pctx, "")
 	if pyErr != nil {
-		// One error: what was searched, then the advice once.
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("realsense: looking for pyrealsense2: %w", err)
+		}
 		var h *hintError
+		if pctx.Err() != nil {
+			return nil, fmt.Errorf("%w; python3 did not say within %s whether it has pyrealsense2 (a busy machine?): try again, or set %s to the library's path", err, probe, EnvLibrary)
+		}
+		// One error: what was searched, then the advice once.
 		if errors.As(err, &h) {
 			return nil, withInstallHint(fmt.Errorf("%w; python3 has no pyrealsense2 package either", h.err))
 		}
