@@ -349,3 +349,23 @@ func TestPriorityWarning(t *testing.T) {
 		}
 	}
 }
+
+// A SCHED_FIFO loop that spins most of its period warns: the kernel's
+// real-time throttling would stop every loop on its CPU for 50 ms a second.
+func TestSpinWarning(t *testing.T) {
+	const want = `link "x": loop.spin = 800µs keeps the loop's CPU busy for 80 % of each 1ms period at SCHED_FIFO 80; real-time threads that use more than 95 % of a CPU are stopped by the kernel for 50 ms every second, every loop on that CPU with them; set spin = "auto" (at most a quarter of the period) or at most 500µs`
+	for loop, w := range map[string]string{
+		"priority = 80\nspin = \"800us\"\n": want,
+		"priority = 80\nspin = \"500us\"\n": "",
+		"priority = 80\nspin = \"auto\"\n":  "",
+		"priority = 0\nspin = \"800us\"\n":  "", // SCHED_OTHER is not throttled
+	} {
+		cfg, err := ParseConfig([]byte("[[link]]\nname = \"x\"\nrate_hz = 1000\n[link.udp]\nmax_timeouts = 10\n[link.loop]\n" + loop))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(cfg.Warnings(), "\n"); got != w {
+			t.Errorf("%q:\n got %s\nwant %s", loop, got, w)
+		}
+	}
+}

@@ -11,8 +11,9 @@ import (
 // print. Today: a Dynamixel bus too slow for its link's rate, which would
 // otherwise tick at what the bus carries and count overruns silently; and
 // a link that re-handshakes after a pause of its partner shorter than a
-// host's scheduling hiccup; and a loop left at normal priority because the
-// file did not set one.
+// host's scheduling hiccup; a loop left at normal priority because the
+// file did not set one; and a real-time loop that spins most of its
+// period, which the kernel's real-time throttling stops for 50 ms a second.
 func (c *Config) Warnings() []string {
 	var out []string
 	for i := range c.Links {
@@ -23,6 +24,9 @@ func (c *Config) Warnings() []string {
 		if l.priorityUnset {
 			out = append(out, fmt.Sprintf("%s: loop.priority is not set, so the loop runs at normal priority (SCHED_OTHER), not at the SCHED_FIFO 80 of the shipped bridge.toml; set loop.priority = 80 in [link.loop] for real-time ticks, or 0 for normal priority without this warning", linkKey(i, l.Name)))
 		}
+		if w := l.spinWarning(linkKey(i, l.Name)); w != "" {
+			out = append(out, w)
+		}
 		if p, ok := l.Plant.(*EmioPlant); ok {
 			if w := p.busWarning(l, linkKey(i, l.Name)); w != "" {
 				out = append(out, w)
@@ -30,6 +34,27 @@ func (c *Config) Warnings() []string {
 		}
 	}
 	return out
+}
+
+// spinShare is the share of a period a SCHED_FIFO loop may spin without a
+// warning. The kernel stops every real-time thread of a CPU for the rest
+// of a second once they have used 950 ms of it (sched_rt_runtime_us): a
+// 50 ms stall of every loop on that CPU, measured in docs/realtime.md §17.
+const spinShare = 0.5
+
+// spinWarning says when a fixed spin keeps a real-time loop's CPU busy for
+// most of each period.
+func (l *Link) spinWarning(link string) string {
+	spin := l.Loop.Spin.Duration
+	if l.Loop.Priority == 0 || spin <= 0 || l.RateHz <= 0 {
+		return ""
+	}
+	period := time.Duration(float64(time.Second) / l.RateHz)
+	if float64(spin) <= spinShare*float64(period) {
+		return ""
+	}
+	return fmt.Sprintf("%s: loop.spin = %v keeps the loop's CPU busy for %.0f %% of each %v period at SCHED_FIFO %d; real-time threads that use more than 95 %% of a CPU are stopped by the kernel for 50 ms every second, every loop on that CPU with them; set spin = \"auto\" (at most a quarter of the period) or at most %v",
+		link, spin, 100*float64(spin)/float64(period), period, l.Loop.Priority, time.Duration(spinShare*float64(period)))
 }
 
 // busLoad is the share of the period one tick's bus transactions may take:
