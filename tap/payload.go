@@ -302,6 +302,11 @@ func (d *Descriptor) Unmarshal(buf []byte) (int, error) {
 			*fs = append(*fs, f)
 		}
 	}
+	// Bytes past the last field would be lost on the way back out: a
+	// descriptor says its exact size, as MarshalTo writes it.
+	if off != n {
+		return 0, fmt.Errorf("%w: says %d bytes, its fields end at %d", ErrDescriptor, n, off)
+	}
 	return n, nil
 }
 
