@@ -62,7 +62,7 @@ var imports = map[string][]string{
 	"metrics": {"plant", "simulink"},
 	// The status page takes its data through a function: a base package.
 	"statuspage": {},
-	"loopbench":  {"bridge", "latency", "plant", "realtime", "simulink"},
+	"loopbench":  {"bridge", "latency", "plant", "realtime", "simulink", "internal/atomicfile"},
 	// The telemetry tap is a link's recorder: it takes the link's record.
 	"tap": {"bridge", "plant", "realtime", "simulink"},
 	// The report of a recording reads the recorder's CSV files: nothing of

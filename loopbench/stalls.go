@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,6 +15,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/labbridge/bridge/internal/atomicfile"
 )
 
 // LateTick is one tick of a link later than the stall threshold, its
@@ -564,16 +565,10 @@ func RunFile(path string, n int, runs int) string {
 
 // WriteStallsFile writes WriteStallsCSV to path.
 func (r LinksReport) WriteStallsFile(path string) error {
-	f, err := os.Create(path)
-	if err != nil {
+	// Through a temporary file renamed into place: a failed or interrupted
+	// write leaves an older file whole.
+	if err := atomicfile.Write(path, 0o644, r.WriteStallsCSV); err != nil {
 		return fmt.Errorf("loopbench: records file: %w", err)
-	}
-	if err := r.WriteStallsCSV(f); err != nil {
-		f.Close()
-		return fmt.Errorf("loopbench: records file %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("loopbench: records file %s: %w", path, err)
 	}
 	return nil
 }

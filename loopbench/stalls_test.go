@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime/metrics"
 	"slices"
 	"strings"
@@ -314,5 +315,21 @@ func TestRunLinksStalls(t *testing.T) {
 	}
 	if _, err := json.Marshal(run); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The records file is written whole or not at all: a path that cannot be
+// written is an error naming it, and an older file stays as it was.
+func TestWriteStallsFileFails(t *testing.T) {
+	var r LinksReport
+	if err := r.WriteStallsFile(filepath.Join(t.TempDir(), "missing", "late.csv")); err == nil || !strings.Contains(err.Error(), "late.csv") {
+		t.Errorf("WriteStallsFile into a missing folder = %v, want an error naming the file", err)
+	}
+	path := filepath.Join(t.TempDir(), "late.csv")
+	if err := r.WriteStallsFile(path); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(path); err != nil || len(b) == 0 {
+		t.Errorf("records file: %d bytes, %v; want the CSV header at least", len(b), err)
 	}
 }
