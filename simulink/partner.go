@@ -276,21 +276,11 @@ func (p *Partner) bind(listen netip.AddrPort) error {
 	}
 	// The kernel's arrival time of each measurement is free of the
 	// receiving goroutine's wake-up delay: the master's send timing, not ours.
-	kernel := false
-	if p.kernelStamps {
-		if err := enableKernelTimestamps(rx); err != nil {
-			p.log.Warn("simulink: partner: no kernel receive timestamps, send timing uses the user-space clock", "listen", listen, "err", err.Error())
-		} else {
-			kernel = true
-		}
-	}
+	kernel := p.kernelStamps && p.stamping(enableKernelTimestamps(rx), listen)
 	// Like Simulink's UDP Send (LocalAddress 0.0.0.0, LocalPort −1): the
 	// wildcard address and an ephemeral port.
 	to := p.replyTo.Addr().Unmap()
-	wild := netip.IPv4Unspecified()
-	if to.Is6() {
-		wild = netip.IPv6Unspecified()
-	}
+	wild := wildcard(to)
 	tx, err := net.ListenUDP(partnerNetwork(to), net.UDPAddrFromAddrPort(netip.AddrPortFrom(wild, 0)))
 	if err != nil {
 		rx.Close()
@@ -327,6 +317,24 @@ func (p *Partner) setClock(kernel bool) {
 
 // release closes the sockets if they are open; the caller holds sock. In
 // the FIFO mode no serving goroutine may use them any more.
+// stamping reports whether kernel receive timestamps were turned on (err
+// nil), warning once that send timing falls back to the user-space clock.
+func (p *Partner) stamping(err error, listen netip.AddrPort) bool {
+	if err != nil {
+		p.log.Warn("simulink: partner: no kernel receive timestamps, send timing uses the user-space clock", "listen", listen, "err", err.Error())
+		return false
+	}
+	return true
+}
+
+// wildcard is the unspecified address of to's family.
+func wildcard(to netip.Addr) netip.Addr {
+	if to.Is6() {
+		return netip.IPv6Unspecified()
+	}
+	return netip.IPv4Unspecified()
+}
+
 func (p *Partner) release() error {
 	if !p.open {
 		return nil

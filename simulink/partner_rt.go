@@ -50,19 +50,9 @@ func (p *Partner) bindRT(listen netip.AddrPort) error {
 	if err != nil {
 		return fmt.Errorf("simulink: partner listen on %v: %w", listen, err)
 	}
-	kernel := false
-	if p.kernelStamps {
-		if err := unix.SetsockoptInt(rx.fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
-			p.log.Warn("simulink: partner: no kernel receive timestamps, send timing uses the user-space clock", "listen", listen, "err", err.Error())
-		} else {
-			kernel = true
-		}
-	}
+	kernel := p.kernelStamps && p.stamping(unix.SetsockoptInt(rx.fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1), listen)
 	to := p.replyTo.Addr().Unmap()
-	wild := netip.IPv4Unspecified()
-	if to.Is6() {
-		wild = netip.IPv6Unspecified()
-	}
+	wild := wildcard(to)
 	tx, err := openSocket(netip.AddrPortFrom(wild, 0), to.Is6(), false, 0)
 	if err != nil {
 		rx.close()
