@@ -30,6 +30,13 @@ type LateTick struct {
 	// SleptCPU where it was at the end of the tick before, where it went to
 	// sleep: a stalled thread may be woken on another CPU. -1 unknown.
 	CPU, SleptCPU int32
+	// Waited is how long the loop thread was runnable but not running, and
+	// Ran how long it ran, from the end of the tick before to the end of
+	// this one (the kernel's per-thread accounting, /proc/thread-self/
+	// schedstat); -1 unknown. A thread that waited for most of a stall was
+	// held by the kernel (no CPU was given to it), not by the Go runtime: a
+	// goroutine waiting for a P sleeps on a futex, which is not waiting.
+	Waited, Ran int64
 }
 
 // End is when the stall ended: the later of the wake-up and the send.
@@ -62,6 +69,14 @@ type tickStalls struct {
 	runStart  int64
 	binW      int64
 	bins      []int64 // max lateness per bin from runStart
+
+	// The loop thread's schedstat file, opened at its first tick when
+	// statOpen.
+	statFD              int
+	statOpen            bool
+	statPath            []byte // NUL-terminated, made before the run
+	statBuf             [64]byte
+	lastRan, lastWaited int64 // at the end of the tick before; -1 unknown
 }
 
 // KeepLate makes the observer record every tick later than threshold, up
@@ -72,6 +87,7 @@ func (t *LinkTiming) KeepLate(threshold time.Duration, capacity int, runStart in
 	s := &t.stalls
 	s.threshold, s.runStart, s.binW = int64(threshold), runStart, int64(binWidth)
 	s.recs, s.dropped, s.bins, s.lastCPU = make([]LateTick, 0, max(capacity, 0)), 0, nil, -1
+	s.statPath, s.lastRan, s.lastWaited = []byte("/proc/thread-self/schedstat\x00"), -1, -1
 	if binWidth > 0 && duration > 0 {
 		s.bins = make([]int64, int((duration+binWidth-1)/binWidth)+1)
 	}
@@ -87,6 +103,58 @@ func (t *LinkTiming) ThreadID() int { return int(t.stalls.tid.Load()) }
 func (s *tickStalls) start(at int64) {
 	s.firstTick = at
 	s.tid.Store(int32(unix.Gettid()))
+	if len(s.statPath) > 0 && !s.statOpen {
+		// Raw: the path is made before the run, so the loop thread
+		// allocates nothing; a kernel without it leaves Waited unknown.
+		dirfd := unix.AT_FDCWD
+		fd, _, e := unix.RawSyscall6(unix.SYS_OPENAT, uintptr(dirfd), uintptr(unsafe.Pointer(&s.statPath[0])),
+			uintptr(unix.O_RDONLY|unix.O_CLOEXEC), 0, 0, 0)
+		if e == 0 {
+			s.statFD, s.statOpen = int(fd), true
+		}
+	}
+}
+
+// release closes the schedstat file. Call it after the run.
+func (s *tickStalls) release() {
+	if s.statOpen {
+		_ = unix.Close(s.statFD)
+		s.statOpen = false
+	}
+}
+
+// schedstat reads the loop thread's CPU time and run-queue wait (ns), or
+// -1, -1.
+func (s *tickStalls) schedstat() (ran, waited int64) {
+	if !s.statOpen {
+		return -1, -1
+	}
+	n, err := unix.Pread(s.statFD, s.statBuf[:], 0)
+	if err != nil || n <= 0 {
+		return -1, -1
+	}
+	return parseSchedstat(s.statBuf[:n])
+}
+
+// parseSchedstat reads "ran waited slices\n" (proc(5), /proc/PID/schedstat)
+// without allocating; -1, -1 if malformed.
+func parseSchedstat(b []byte) (ran, waited int64) {
+	var v [2]int64
+	i := 0
+	for k := range v {
+		start := i
+		for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+			if v[k] > (1<<62)/10 {
+				return -1, -1
+			}
+			v[k] = v[k]*10 + int64(b[i]-'0')
+		}
+		if i == start || i >= len(b) || b[i] != ' ' {
+			return -1, -1
+		}
+		i++
+	}
+	return v[0], v[1]
 }
 
 // bin raises the bin of the tick periods after the first one to v.
@@ -109,15 +177,20 @@ func (s *tickStalls) observed(r LateTick, late bool) {
 		return
 	}
 	cpu := currentCPU()
+	ran, waited := s.schedstat()
 	if late {
 		if len(s.recs) == cap(s.recs) {
 			s.dropped++
 		} else {
 			r.CPU, r.SleptCPU = cpu, s.lastCPU
+			r.Ran, r.Waited = -1, -1
+			if ran >= 0 && s.lastRan >= 0 {
+				r.Ran, r.Waited = ran-s.lastRan, waited-s.lastWaited
+			}
 			s.recs = append(s.recs, r)
 		}
 	}
-	s.lastCPU = cpu
+	s.lastCPU, s.lastRan, s.lastWaited = cpu, ran, waited
 }
 
 // currentCPU is getcpu(2).
@@ -143,6 +216,13 @@ const (
 	// woke on time inside it: the machine ran threads of the loop's
 	// priority there, ours was held by the process.
 	AttrOurs Attribution = "ours"
+	// AttrCPUWait: cyclictest was late over less than half of the stall,
+	// but the loop thread itself waited on a run queue, runnable and not
+	// run, for at least half of it (LateTick.Waited): the kernel held it,
+	// not the Go runtime. Seen: a CPU of the VM with no scheduling event
+	// for 1.2 ms while wake-ups queued on it, cyclictest's thread there
+	// late only from its own next deadline (docs/realtime.md §17).
+	AttrCPUWait Attribution = "waited for a CPU"
 	// AttrShort: as ours, but the stall was shorter than a period and may
 	// have fallen between two of cyclictest's wakes.
 	AttrShort Attribution = "unattributed (shorter than a period)"
@@ -158,7 +238,9 @@ const machineShare = 0.5
 // by wake-up), the largest spike's latency and the period: the machine's if
 // spikes on r's CPUs (the one it slept on and the one it woke on; any CPU
 // when both are unknown) cover at least half of [r.Planned, r.End()]; else
-// ours if r is at least a period late; else unattributed. It returns the
+// waited for a CPU if the thread was runnable and not run for at least half
+// of it; else ours if r is at least a period late; else unattributed. It
+// returns the
 // largest overlapping spike, or -1, and the share covered.
 func Attribute(r LateTick, spikes []Spike, maxSpike, period int64) (Attribution, int, float64) {
 	best := -1
@@ -201,6 +283,8 @@ func Attribute(r LateTick, spikes []Spike, maxSpike, period int64) (Attribution,
 	switch {
 	case best >= 0 && share >= machineShare:
 		return AttrMachine, best, share
+	case r.Waited > 0 && float64(r.Waited) >= machineShare*float64(r.End()-r.Planned):
+		return AttrCPUWait, best, share
 	case r.Lateness() >= period:
 		return AttrOurs, best, share
 	}
@@ -217,6 +301,8 @@ type Stall struct {
 	SendLatenessUs float64     `json:"send_lateness_us"`
 	CPU            int         `json:"cpu"`
 	SleptCPU       int         `json:"slept_cpu"`
+	WaitedUs       float64     `json:"waited_us"` // runnable, not run (LateTick.Waited); -1 unknown
+	RanUs          float64     `json:"ran_us"`    // on a CPU (LateTick.Ran); -1 unknown
 	Attribution    Attribution `json:"attribution"`
 	Spike          *SpikeUs    `json:"cyclictest_spike,omitempty"` // the largest overlapping one
 	rec            LateTick
@@ -237,12 +323,13 @@ type LinkStalls struct {
 	Late         int    `json:"late"`
 	Machine      int    `json:"machine"`
 	Ours         int    `json:"ours"`
+	CPUWait      int    `json:"cpu_wait"`
 	Unattributed int    `json:"unattributed"`
 	Dropped      uint64 `json:"dropped"` // beyond the records' capacity: not attributed
 }
 
 // TimelineBin is one bin of the run: the largest lateness of every link in
-// it, and of cyclictest's spikes (0: none over the threshold).
+// it, and of cyclictest's spikes (0: none over its --spike, spikeThreshold).
 type TimelineBin struct {
 	AtS             float64 `json:"at_s"`
 	OursMaxUs       float64 `json:"ours_max_us"`
@@ -258,10 +345,11 @@ type StallReport struct {
 	CyclictestArgs  string        `json:"cyclictest_args,omitempty"`
 	CyclictestMax   []CPUMax      `json:"cyclictest_max_per_cpu,omitempty"`
 	CyclictestP99Us float64       `json:"cyclictest_p99_us,omitempty"`
-	Spikes          int           `json:"cyclictest_spikes"`
+	Spikes          int           `json:"cyclictest_spikes"` // late by the threshold or more
 	SpikesTruncated bool          `json:"cyclictest_spikes_truncated,omitempty"`
 	Machine         int           `json:"machine"`
 	Ours            int           `json:"ours"`
+	CPUWait         int           `json:"cpu_wait"`
 	Unattributed    int           `json:"unattributed"`
 	PerLink         []LinkStalls  `json:"per_link"`
 	Largest         []Stall       `json:"largest"`
@@ -291,8 +379,10 @@ func NewStallReport(links []BenchLink, watch *WatchResult, watchErr error, runSt
 		spikes = watch.Spikes
 		for _, s := range spikes {
 			maxSpike = max(maxSpike, s.Latency)
+			if s.Latency >= int64(threshold) {
+				rep.Spikes++
+			}
 		}
-		rep.Spikes = len(spikes)
 	case watchErr != nil:
 		rep.Cyclictest = "did not run: " + watchErr.Error()
 	default:
@@ -305,6 +395,10 @@ func NewStallReport(links []BenchLink, watch *WatchResult, watchErr error, runSt
 			st := Stall{
 				Link: ls.Name, AtS: sec(r.Planned), LatenessUs: usRound(r.Lateness()),
 				WakeLatenessUs: usRound(r.WakeLateness()), SendLatenessUs: usRound(r.SendLateness()), CPU: int(r.CPU), SleptCPU: int(r.SleptCPU), rec: r,
+				WaitedUs: -1, RanUs: -1,
+			}
+			if r.Waited >= 0 && r.Ran >= 0 {
+				st.WaitedUs, st.RanUs = usRound(r.Waited), usRound(r.Ran)
 			}
 			st.Attribution = AttrNoWatch
 			if watch != nil {
@@ -321,6 +415,8 @@ func NewStallReport(links []BenchLink, watch *WatchResult, watchErr error, runSt
 				ls.Machine++
 			case AttrOurs:
 				ls.Ours++
+			case AttrCPUWait:
+				ls.CPUWait++
 			default:
 				ls.Unattributed++
 			}
@@ -329,6 +425,7 @@ func NewStallReport(links []BenchLink, watch *WatchResult, watchErr error, runSt
 		rep.Machine += ls.Machine
 		rep.Ours += ls.Ours
 		rep.Unattributed += ls.Unattributed
+		rep.CPUWait += ls.CPUWait
 		rep.PerLink = append(rep.PerLink, ls)
 	}
 	slices.SortStableFunc(rep.Records, func(a, b Stall) int { return cmpInt64(a.rec.Planned, b.rec.Planned) })
@@ -395,7 +492,7 @@ func sparkline(vs []float64, lo, hi float64) string {
 // and the timeline.
 func (s StallReport) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "stalls over %.0f µs: machine %d  ours %d  unattributed %d   cyclictest: %s\n", s.ThresholdUs, s.Machine, s.Ours, s.Unattributed, s.Cyclictest)
+	fmt.Fprintf(&b, "stalls over %.0f µs: machine %d  waited for a CPU %d  ours %d  unattributed %d   cyclictest: %s\n", s.ThresholdUs, s.Machine, s.CPUWait, s.Ours, s.Unattributed, s.Cyclictest)
 	if s.CyclictestArgs != "" {
 		fmt.Fprintf(&b, "  concurrent %s\n  cyclictest p99 %.0f µs, max µs", s.CyclictestArgs, s.CyclictestP99Us)
 		for _, m := range s.CyclictestMax {
@@ -408,20 +505,21 @@ func (s StallReport) WriteText(w io.Writer) error {
 		b.WriteByte('\n')
 	}
 	for _, l := range s.PerLink {
-		fmt.Fprintf(&b, "  %-12s late %5d: machine %5d  ours %5d  unattributed %5d", l.Name, l.Late, l.Machine, l.Ours, l.Unattributed)
+		fmt.Fprintf(&b, "  %-12s late %5d: machine %5d  waited for a CPU %5d  ours %5d  unattributed %5d", l.Name, l.Late, l.Machine, l.CPUWait, l.Ours, l.Unattributed)
 		if l.Dropped > 0 {
 			fmt.Fprintf(&b, "  (+%d beyond the records' capacity)", l.Dropped)
 		}
 		b.WriteByte('\n')
 	}
 	if len(s.Largest) > 0 {
-		fmt.Fprintf(&b, "  largest stalls:\n  %8s  %-12s %9s %9s %9s %4s  %-36s  %s\n", "at s", "link", "late µs", "wake µs", "send µs", "cpu", "attribution", "cyclictest spike")
+		fmt.Fprintf(&b, "  largest stalls:\n  %8s  %-12s %9s %9s %9s %9s %9s %4s  %-36s  %s\n", "at s", "link", "late µs", "wake µs", "send µs", "waited µs", "ran µs", "cpu", "attribution", "cyclictest spike")
 		for _, st := range s.Largest {
 			spike := "-"
 			if sp := st.Spike; sp != nil {
 				spike = fmt.Sprintf("cpu%d %.0f µs from %.3f s (covers %.0f%%)", sp.CPU, sp.LatencyUs, sp.AtS, sp.Covered*100)
 			}
-			fmt.Fprintf(&b, "  %8.3f  %-12s %9.1f %9.1f %9.1f %5s  %-36s  %s\n", st.AtS, st.Link, st.LatenessUs, st.WakeLatenessUs, st.SendLatenessUs, fmt.Sprintf("%d>%d", st.SleptCPU, st.CPU), st.Attribution, spike)
+			fmt.Fprintf(&b, "  %8.3f  %-12s %9.1f %9.1f %9.1f %9s %9s %5s  %-36s  %s\n", st.AtS, st.Link, st.LatenessUs, st.WakeLatenessUs, st.SendLatenessUs,
+				optUs(st.WaitedUs), optUs(st.RanUs), fmt.Sprintf("%d>%d", st.SleptCPU, st.CPU), st.Attribution, spike)
 		}
 	}
 	if len(s.Timeline) > 0 {
@@ -439,7 +537,7 @@ func (s StallReport) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "    cyclictest |%s|  (spikes over %.0f µs only)\n", sparkline(ct, s.ThresholdUs, hi), s.ThresholdUs)
 		}
 		for _, t := range s.Timeline {
-			if t.OursMaxUs > s.ThresholdUs || t.CyclictestMaxUs > 0 {
+			if t.OursMaxUs > s.ThresholdUs || t.CyclictestMaxUs > s.ThresholdUs {
 				fmt.Fprintf(&b, "    %6.1f s  ours max %8.0f µs  cyclictest max %8.0f µs\n", t.AtS, t.OursMaxUs, t.CyclictestMaxUs)
 			}
 		}
@@ -448,9 +546,17 @@ func (s StallReport) WriteText(w io.Writer) error {
 	return err
 }
 
+// optUs prints a duration that may be unknown (-1).
+func optUs(v float64) string {
+	if v < 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64)
+}
+
 // stallCSVHeader is the header row of WriteStallsCSV.
 var stallCSVHeader = []string{"links", "link", "at_s", "planned_ns", "deadline_ns", "wake_ns", "send_ns", "lateness_us", "wake_lateness_us",
-	"send_lateness_us", "slept_cpu", "cpu", "attribution", "spike_cpu", "spike_latency_us", "spike_at_s"}
+	"send_lateness_us", "slept_cpu", "cpu", "waited_us", "ran_us", "attribution", "spike_cpu", "spike_latency_us", "spike_at_s"}
 
 // WriteStallsCSV writes every late tick of every run, one row each, its
 // instants on CLOCK_MONOTONIC in ns.
@@ -467,9 +573,10 @@ func (r LinksReport) WriteStallsCSV(w io.Writer) error {
 		for _, st := range run.Stalls.Records {
 			row := []string{strconv.Itoa(run.Links), st.Link, f(st.AtS), strconv.FormatInt(st.rec.Planned, 10),
 				strconv.FormatInt(st.rec.Deadline, 10), strconv.FormatInt(st.rec.Wake, 10), strconv.FormatInt(st.rec.Send, 10),
-				f(st.LatenessUs), f(st.WakeLatenessUs), f(st.SendLatenessUs), strconv.Itoa(st.SleptCPU), strconv.Itoa(st.CPU), string(st.Attribution), "", "", ""}
+				f(st.LatenessUs), f(st.WakeLatenessUs), f(st.SendLatenessUs), strconv.Itoa(st.SleptCPU), strconv.Itoa(st.CPU),
+				f(st.WaitedUs), f(st.RanUs), string(st.Attribution), "", "", ""}
 			if sp := st.Spike; sp != nil {
-				row[13], row[14], row[15] = strconv.Itoa(sp.CPU), f(sp.LatencyUs), f(sp.AtS)
+				row[15], row[16], row[17] = strconv.Itoa(sp.CPU), f(sp.LatencyUs), f(sp.AtS)
 			}
 			if err := cw.Write(row); err != nil {
 				return err
@@ -531,13 +638,30 @@ func startStallWatch(ctx context.Context, cfg LinksConfig, links []BenchLink) *s
 	// Room for every wake of every thread to be a spike, within reason.
 	spikes := int(min(max(cfg.Duration/lc.Period*time.Duration(len(cpus)), 1000), 1_000_000))
 	w.watch, w.err = StartWatch(ctx, WatchConfig{
-		Path: sc.Path, Priority: lc.Priority, CPUs: cpus, Interval: lc.Period, Spike: sc.Threshold, MaxSpikes: spikes,
+		Path: sc.Path, Priority: lc.Priority, CPUs: cpus, Interval: lc.Period, Spike: spikeThreshold(sc.Threshold), MaxSpikes: spikes,
 	})
 	return w
 }
 
+// spikeThreshold is cyclictest's --spike for a stall threshold: well below
+// it, because a stall of ours is attributed by how much of it cyclictest's
+// late wakes cover, and a machine stall of just over the threshold that
+// began between two of cyclictest's wakes makes it late by less than the
+// threshold (seen: 1.05–1.3 ms late wake-ups of ours called "ours" with
+// cyclictest late 0.5–0.9 ms beside them).
+func spikeThreshold(threshold time.Duration) time.Duration {
+	return max(threshold/10, minSpike)
+}
+
+// minSpike keeps cyclictest's spike list to the wakes that stand out of its
+// ordinary jitter (its p99 here is 20–40 µs).
+const minSpike = 50 * time.Microsecond
+
 // stop ends cyclictest and attributes the records; nil when off.
 func (w *stallWatch) stop() *StallReport {
+	for _, b := range w.links {
+		b.Timing.stalls.release() // the loops have returned
+	}
 	if !w.on {
 		return nil
 	}

@@ -116,6 +116,11 @@ func TestAttribute(t *testing.T) {
 		{"after every spike, a period late", tick(50*msNs, 52*msNs, 0), AttrOurs, -1},
 		{"just after a spike, shorter than a period", tick(12100*usNs, 12900*usNs, 0), AttrShort, -1},
 		{"a send late after an on-time wake-up", LateTick{Planned: 36 * msNs, Deadline: 36500 * usNs, Wake: 36010 * usNs, Send: 38500 * usNs, CPU: 0}, AttrMachine, 3},
+		{"runnable for most of it", LateTick{Planned: 50 * msNs, Deadline: 50 * msNs, Wake: 52 * msNs, CPU: 0, SleptCPU: 0, Waited: 1500 * usNs}, AttrCPUWait, -1},
+		{"runnable for half of a short one", LateTick{Planned: 50 * msNs, Deadline: 50 * msNs, Wake: 50800 * usNs, CPU: 0, SleptCPU: 0, Waited: 400 * usNs}, AttrCPUWait, -1},
+		{"runnable for a third of it", LateTick{Planned: 50 * msNs, Deadline: 50 * msNs, Wake: 53 * msNs, CPU: 0, SleptCPU: 0, Waited: msNs}, AttrOurs, -1},
+		{"waited, but inside a spike: the machine's", LateTick{Planned: 10500 * usNs, Deadline: 10500 * usNs, Wake: 11800 * usNs, CPU: 0, SleptCPU: 0, Waited: msNs}, AttrMachine, 0},
+		{"wait unknown", LateTick{Planned: 50 * msNs, Deadline: 50 * msNs, Wake: 52 * msNs, CPU: 0, SleptCPU: 0, Waited: -1}, AttrOurs, -1},
 	} {
 		got, at, _ := Attribute(tc.r, spikes, maxSpike, period)
 		if got != tc.want || at != tc.spike {
@@ -149,6 +154,11 @@ func TestLinkTimingKeepsLate(t *testing.T) {
 	}
 	if r.CPU < 0 {
 		t.Errorf("CPU %d: getcpu failed", r.CPU)
+	}
+	// The kernel's accounting of the thread between two ticks; the test's
+	// goroutine may change threads, so only that it was read.
+	if r.Ran < 0 || r.Waited < 0 {
+		t.Errorf("ran %d, waited %d ns: /proc/thread-self/schedstat not read", r.Ran, r.Waited)
 	}
 	if lt.ThreadID() == 0 {
 		t.Error("no thread id after the first tick")
@@ -207,29 +217,39 @@ func TestNewStallReport(t *testing.T) {
 		l.Timing.KeepLate(time.Millisecond, 10, start, 3*time.Second, time.Second)
 		l.Timing.stalls.firstTick = start
 	}
-	add := func(l BenchLink, planned, late int64, cpu int32) {
-		l.Timing.stalls.recs = append(l.Timing.stalls.recs, LateTick{Planned: planned, Deadline: planned, Wake: planned + late, CPU: cpu, SleptCPU: cpu})
+	add := func(l BenchLink, planned, late, waited int64, cpu int32) {
+		l.Timing.stalls.recs = append(l.Timing.stalls.recs, LateTick{Planned: planned, Deadline: planned, Wake: planned + late, CPU: cpu, SleptCPU: cpu,
+			Waited: waited, Ran: 30 * usNs})
 		l.Timing.stalls.bin(uint64((planned-start)/msNs), msNs, late)
 	}
-	add(a, start+100*msNs, 2*msNs, 0)  // machine: the spike below
-	add(a, start+1500*msNs, 3*msNs, 1) // ours
-	add(b, start+2200*msNs, 9*msNs, 1) // ours, the largest
+	add(a, start+100*msNs, 2*msNs, 0, 0)            // machine: the spike below
+	add(a, start+1500*msNs, 3*msNs, 1*msNs, 1)      // ours: it waited a third of it
+	add(b, start+2200*msNs, 9*msNs, -1, 1)          // ours, the largest; its wait unknown
+	add(b, start+2600*msNs, 1200*usNs, 900*usNs, 0) // waited for a CPU
 	watch := &WatchResult{
-		Config: WatchConfig{CPUs: []int{0, 1}, Priority: 80, Interval: time.Millisecond, Spike: time.Millisecond},
-		Spikes: []Spike{{Thread: 0, CPU: 0, Latency: 4 * msNs, Wake: start + 103*msNs}},
-		Hist:   Histogram{Counts: []uint64{5}, ThreadMax: []time.Duration{4 * time.Millisecond, 20 * time.Microsecond}},
+		Config: WatchConfig{CPUs: []int{0, 1}, Priority: 80, Interval: time.Millisecond, Spike: 100 * time.Microsecond},
+		Spikes: []Spike{{Thread: 0, CPU: 0, Latency: 4 * msNs, Wake: start + 103*msNs},
+			// Below the threshold: not counted, and a quarter of the last stall.
+			{Thread: 0, CPU: 0, Latency: 300 * usNs, Wake: start + 2600*msNs + 1200*usNs}},
+		Hist: Histogram{Counts: []uint64{5}, ThreadMax: []time.Duration{4 * time.Millisecond, 20 * time.Microsecond}},
 	}
 	rep := NewStallReport([]BenchLink{a, b}, watch, nil, start, time.Millisecond, time.Millisecond, time.Second)
-	if rep.Machine != 1 || rep.Ours != 2 || rep.Unattributed != 0 || rep.Cyclictest != "ran" || rep.Spikes != 1 {
+	if rep.Machine != 1 || rep.Ours != 2 || rep.CPUWait != 1 || rep.Unattributed != 0 || rep.Cyclictest != "ran" || rep.Spikes != 1 {
 		t.Fatalf("%+v", rep)
 	}
-	if rep.PerLink[0] != (LinkStalls{Name: "a", Late: 2, Machine: 1, Ours: 1}) || rep.PerLink[1] != (LinkStalls{Name: "b", Late: 1, Ours: 1}) {
+	if rep.PerLink[0] != (LinkStalls{Name: "a", Late: 2, Machine: 1, Ours: 1}) || rep.PerLink[1] != (LinkStalls{Name: "b", Late: 2, Ours: 1, CPUWait: 1}) {
 		t.Errorf("per link %+v", rep.PerLink)
 	}
-	if len(rep.Largest) != 3 || rep.Largest[0].Link != "b" || rep.Largest[0].LatenessUs != 9000 || rep.Largest[2].Spike == nil || rep.Largest[2].Spike.AtS != 0.099 {
+	if len(rep.Largest) != 4 || rep.Largest[0].Link != "b" || rep.Largest[0].LatenessUs != 9000 || rep.Largest[2].Spike == nil || rep.Largest[2].Spike.AtS != 0.099 {
 		t.Errorf("largest %+v", rep.Largest)
 	}
-	want := []TimelineBin{{0, 2000, 4000}, {1, 3000, 0}, {2, 9000, 0}}
+	if w := rep.Largest[0]; w.WaitedUs != -1 || w.RanUs != -1 {
+		t.Errorf("an unknown wait reported as %v µs waited, %v µs ran", w.WaitedUs, w.RanUs)
+	}
+	if w := rep.Largest[3]; w.Attribution != AttrCPUWait || w.WaitedUs != 900 || w.RanUs != 30 {
+		t.Errorf("the stall it waited through: %+v", w)
+	}
+	want := []TimelineBin{{0, 2000, 4000}, {1, 3000, 0}, {2, 9000, 300}}
 	if !slices.Equal(rep.Timeline, want) {
 		t.Errorf("timeline %+v, want %+v", rep.Timeline, want)
 	}
@@ -237,7 +257,7 @@ func TestNewStallReport(t *testing.T) {
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"machine 1  ours 2", "cpu0 4000", "cpu0 4000 µs from 0.099 s", "ours       |"} {
+	for _, s := range []string{"machine 1  waited for a CPU 1  ours 2", "cpu0 4000", "cpu0 4000 µs from 0.099 s", "ours       |"} {
 		if !strings.Contains(text.String(), s) {
 			t.Errorf("text lacks %q:\n%s", s, text.String())
 		}
@@ -247,11 +267,14 @@ func TestNewStallReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows, err := csv.NewReader(&out).ReadAll()
-	if err != nil || len(rows) != 4 || !slices.Equal(rows[0], stallCSVHeader) {
+	if err != nil || len(rows) != 5 || !slices.Equal(rows[0], stallCSVHeader) {
 		t.Fatalf("CSV %v, %v", rows, err)
 	}
-	if r := rows[1]; r[1] != "a" || r[3] != "1100000000" || r[12] != "machine" || r[13] != "0" || r[14] != "4000" {
+	if r := rows[1]; r[1] != "a" || r[3] != "1100000000" || r[12] != "0" || r[13] != "30" || r[14] != "machine" || r[15] != "0" || r[16] != "4000" {
 		t.Errorf("first row %v", r)
+	}
+	if r := rows[4]; r[12] != "900" || r[14] != string(AttrCPUWait) {
+		t.Errorf("last row %v", r)
 	}
 
 	// Without cyclictest: why, and nothing attributed.
@@ -332,4 +355,37 @@ func TestWriteStallsFileFails(t *testing.T) {
 	if b, err := os.ReadFile(path); err != nil || len(b) == 0 {
 		t.Errorf("records file: %d bytes, %v; want the CSV header at least", len(b), err)
 	}
+}
+
+func TestParseSchedstat(t *testing.T) {
+	for _, tc := range []struct {
+		in          string
+		ran, waited int64
+	}{
+		{"676736 0 1\n", 676736, 0},
+		{"3300000000 12345 4952\n", 3300000000, 12345},
+		{"1 2 3", 1, 2},
+		{"", -1, -1},
+		{"12", -1, -1},
+		{"12 ", -1, -1},
+		{"12 x 3\n", -1, -1},
+		{"-1 2 3\n", -1, -1},
+		{" 1 2 3\n", -1, -1},
+		{"99999999999999999999 1 1\n", -1, -1},
+	} {
+		if ran, waited := parseSchedstat([]byte(tc.in)); ran != tc.ran || waited != tc.waited {
+			t.Errorf("parseSchedstat(%q) = %d, %d; want %d, %d", tc.in, ran, waited, tc.ran, tc.waited)
+		}
+	}
+}
+
+func FuzzParseSchedstat(f *testing.F) {
+	f.Add([]byte("676736 0 1\n"))
+	f.Add([]byte("99999999999999999999 1 1\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ran, waited := parseSchedstat(b)
+		if (ran < 0) != (waited < 0) {
+			t.Fatalf("parseSchedstat(%q) = %d, %d: one known, one not", b, ran, waited)
+		}
+	})
 }
