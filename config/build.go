@@ -419,15 +419,15 @@ func (l *Link) newPartner(m *simulink.Master, env Env) (*simulink.Partner, error
 }
 
 // partnerPriority is the SCHED_FIFO priority of a built-in partner's
-// receive thread: one below its loop's, so that the reply it sends wakes
-// the loop at once on a shared CPU rather than after the partner's next
-// ppoll; 0 (the netpoller) when the loop is not real-time either
-// (docs/realtime.md §7.3).
+// receive thread: its loop's, 0 (the netpoller) when the loop is not
+// real-time either. Not one below: the Go runtime's own waits between
+// threads (a goroutine leaving a system call while another thread holds it
+// to take its P) spin with sched_yield, which gives the CPU only to threads
+// of the same or a higher priority; a loop spinning on a lower-priority
+// partner it had preempted waited until the kernel's real-time throttling
+// stopped it, 0.5–0.95 s (docs/realtime.md §17).
 func partnerPriority(loop int) int {
-	if loop <= 1 {
-		return 0
-	}
-	return loop - 1
+	return max(loop, 0)
 }
 
 // MasterConfig returns the link's Simulink master configuration: the

@@ -98,26 +98,36 @@ type Service struct {
 	Metrics   string `toml:"metrics"`
 	LogLevel  string `toml:"log_level"`
 	LogFormat string `toml:"log_format"`
-	// GOMAXPROCS: 0 is automatic, the CPUs plus one per link (Procs).
+	// GOMAXPROCS: 0 is automatic, the CPUs plus one per locked thread (Procs).
 	GOMAXPROCS int `toml:"gomaxprocs"`
 }
 
 // Procs returns the GOMAXPROCS to run cfg's links with, on a machine of
-// cpus CPUs whose runtime chose current: [service] gomaxprocs, or with 0 the
-// CPUs plus one per link, at least current. A loop thread blocked in its
-// sleep or its wait for a reply keeps its P, so fewer Ps than the CPUs plus
-// the links starve the other goroutines (the partners, the devices' own):
+// cpus CPUs whose runtime chose current, with built-in partners when
+// partners: [service] gomaxprocs, or with 0 the CPUs plus one per locked
+// thread (each link's loop, and each real-time partner's receive thread), at
+// least current. A locked thread blocked in a system call keeps its P, so
+// fewer Ps than the CPUs plus those threads starve the other goroutines:
 // 16 links at 1 kHz on 2 CPUs timed out on a third of their ticks with 2 Ps
-// and kept their lateness with 18 (README "Many links in one process"). A
-// value set below that comes back with a warning saying so.
-func (c *Config) Procs(cpus, current int) (n int, warning string) {
-	need := cpus + len(c.Links)
+// and kept their lateness with 18 (README "Many links in one process"), and
+// a thread that comes back from its system call to find its P taken must
+// wait for another thread to hand one over. A value set below that comes
+// back with a warning saying so.
+func (c *Config) Procs(cpus, current int, partners bool) (n int, warning string) {
+	locked := 0
+	for i := range c.Links {
+		locked++
+		if partners && partnerPriority(c.Links[i].Loop.Priority) > 0 {
+			locked++
+		}
+	}
+	need := cpus + locked
 	if c.Service.GOMAXPROCS == 0 {
 		return max(need, current), ""
 	}
 	if c.Service.GOMAXPROCS < need {
-		warning = fmt.Sprintf("service.gomaxprocs = %d is fewer than the %d CPUs plus one per link (%d): a loop thread waiting in a system call keeps its P, so the other goroutines may starve; set gomaxprocs = 0 (automatic) or at least %d",
-			c.Service.GOMAXPROCS, cpus, len(c.Links), need)
+		warning = fmt.Sprintf("service.gomaxprocs = %d is fewer than the %d CPUs plus one per loop and real-time partner thread (%d): a thread waiting in a system call keeps its P, so the other goroutines may starve; set gomaxprocs = 0 (automatic) or at least %d",
+			c.Service.GOMAXPROCS, cpus, locked, need)
 	}
 	return c.Service.GOMAXPROCS, warning
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -388,29 +389,62 @@ func TestLeadAndSpin(t *testing.T) {
 	}
 }
 
-// gomaxprocs = 0 gives the CPUs plus one per link (never fewer than the
-// runtime's choice); a value set below that is kept, with a warning that
-// says what to set.
+// gomaxprocs = 0 gives the CPUs plus one per locked thread: each link's
+// loop, and with built-in partners each real-time partner's receive thread
+// (never fewer than the runtime's choice); a value set below that is kept,
+// with a warning that says what to set.
 func TestProcs(t *testing.T) {
 	c := &Config{Links: make([]Link, 3)}
+	c.Links[0].Loop.Priority, c.Links[1].Loop.Priority = 80, 1 // the third not real-time: its partner is on the netpoller
 	for _, tc := range []struct {
-		set, cpus, current, want int
-		warns                    bool
+		set, cpus, current int
+		partners           bool
+		want               int
+		warns              bool
+		need               int
 	}{
-		{0, 2, 2, 5, false},
-		{0, 2, 8, 8, false},
-		{4, 2, 2, 4, true},
-		{5, 2, 2, 5, false},
-		{32, 2, 2, 32, false},
+		{0, 2, 2, false, 5, false, 5},
+		{0, 2, 2, true, 7, false, 7},
+		{0, 2, 8, false, 8, false, 5},
+		{0, 2, 8, true, 8, false, 7},
+		{4, 2, 2, false, 4, true, 5},
+		{5, 2, 2, false, 5, false, 5},
+		{5, 2, 2, true, 5, true, 7},
+		{32, 2, 2, true, 32, false, 7},
 	} {
 		c.Service.GOMAXPROCS = tc.set
-		n, w := c.Procs(tc.cpus, tc.current)
+		n, w := c.Procs(tc.cpus, tc.current, tc.partners)
 		if n != tc.want || (w != "") != tc.warns {
-			t.Errorf("gomaxprocs %d on %d CPUs (runtime %d): %d, %q; want %d, warning %v", tc.set, tc.cpus, tc.current, n, w, tc.want, tc.warns)
+			t.Errorf("gomaxprocs %d on %d CPUs (runtime %d, partners %v): %d, %q; want %d, warning %v", tc.set, tc.cpus, tc.current, tc.partners, n, w, tc.want, tc.warns)
 		}
-		if tc.warns && !strings.Contains(w, "at least 5") {
-			t.Errorf("warning %q does not say what to set", w)
+		if tc.warns && !strings.Contains(w, fmt.Sprintf("at least %d", tc.need)) {
+			t.Errorf("warning %q does not say what to set (%d)", w, tc.need)
 		}
+	}
+}
+
+// A built-in partner's thread runs at its loop's priority: the runtime's
+// spins between threads yield only to equal or higher priorities.
+func TestPartnerPriority(t *testing.T) {
+	for loop, want := range map[int]int{0: 0, 1: 1, 50: 50, 80: 80, 99: 99} {
+		if got := partnerPriority(loop); got != want {
+			t.Errorf("partnerPriority(%d) = %d, want %d", loop, got, want)
+		}
+	}
+	cfg, err := ParseConfig([]byte("[[link]]\nname = \"a\"\n[link.loop]\npriority = 70\n[link.plant]\nkind = \"sim\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := cfg.Links[0].Build(testEnv(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	// Root may always take SCHED_FIFO; others only with an RLIMIT_RTPRIO,
+	// and without one the partner waits on the netpoller (0).
+	got := b.Partner.Priority()
+	if got != 70 && (got != 0 || os.Geteuid() == 0) {
+		t.Errorf("the built partner's priority %d, want the loop's 70", got)
 	}
 }
 

@@ -163,11 +163,12 @@ type LinksConfig struct {
 	// loops each start their grid when their thread starts.
 	Stagger bool
 	// GOMAXPROCS is set for the run and restored after: > 0 as given,
-	// AutoGOMAXPROCS for the CPUs plus one per loop thread, 0 left as it is.
-	// A loop thread blocked in a system call (its sleep, its wait for the
-	// reply) keeps its P until the runtime's monitor takes it back, 20 µs
-	// to 10 ms later; with fewer Ps than loops the partners' goroutines and
-	// the runtime's timers wait for one.
+	// AutoGOMAXPROCS for the CPUs plus one per locked thread (each loop,
+	// each real-time partner's receive thread), 0 left as it is. A locked
+	// thread blocked in a system call (a sleep, a wait for a datagram)
+	// keeps its P until the runtime's monitor takes it back, 20 µs to 10 ms
+	// later; with fewer Ps than those threads the other goroutines and the
+	// runtime's timers wait for one.
 	GOMAXPROCS int
 	Logger     *slog.Logger
 	// Stalls attributes the run's late ticks (stalls.go); a zero
@@ -189,8 +190,8 @@ type StallConfig struct {
 	Bin        time.Duration // the timeline's bin; 0 = 1 s
 }
 
-// AutoGOMAXPROCS is LinksConfig.GOMAXPROCS for a P per loop thread on top
-// of the CPUs.
+// AutoGOMAXPROCS is LinksConfig.GOMAXPROCS for a P per locked thread on
+// top of the CPUs.
 const AutoGOMAXPROCS = -1
 
 // RunLinks serves links for cfg.Duration under a bridge.Supervisor, their
@@ -228,7 +229,7 @@ func RunLinks(ctx context.Context, cfg LinksConfig, links []BenchLink) (LinksRun
 	if cfg.GOMAXPROCS < AutoGOMAXPROCS {
 		return LinksRun{}, fmt.Errorf("loopbench: links run: GOMAXPROCS %d: %w (want > 0, 0 to leave it, or AutoGOMAXPROCS)", cfg.GOMAXPROCS, ErrConfig)
 	}
-	if procs := cfg.procs(len(links)); procs > 0 {
+	if procs := cfg.procs(links); procs > 0 {
 		prev := runtime.GOMAXPROCS(procs)
 		defer runtime.GOMAXPROCS(prev)
 	}
@@ -259,16 +260,21 @@ func RunLinks(ctx context.Context, cfg LinksConfig, links []BenchLink) (LinksRun
 	return run, nil
 }
 
-// procs is the GOMAXPROCS of a run of n links; 0: leave it.
-func (c LinksConfig) procs(n int) int {
+// procs is the GOMAXPROCS of a run of links; 0: leave it.
+func (c LinksConfig) procs(links []BenchLink) int {
 	if c.GOMAXPROCS != AutoGOMAXPROCS {
 		return c.GOMAXPROCS
 	}
-	loops := 1
+	locked := 1
 	if c.Model == ModelThread {
-		loops = n
+		locked = len(links)
 	}
-	return runtime.NumCPU() + loops
+	for _, b := range links {
+		if b.Partner != nil && b.Partner.Priority() > 0 {
+			locked++
+		}
+	}
+	return runtime.NumCPU() + locked
 }
 
 // runThreads serves every link as bridge run does: its own loop and thread.

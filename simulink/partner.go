@@ -360,6 +360,11 @@ func partnerUnmap(ap netip.AddrPort) netip.AddrPort {
 // Addr returns the bound listen address.
 func (p *Partner) Addr() netip.AddrPort { return p.addr }
 
+// Priority returns the SCHED_FIFO priority its receive loop runs at: the
+// configured one, or 0 (the netpoller) when none was asked for or the
+// system refused it.
+func (p *Partner) Priority() int { return p.priority }
+
 // ReplyAddr returns the source address of the replies, as the master sees it.
 // A Serve after a failure may change its port (Simulink's UDP Send uses an
 // ephemeral one too; the master accepts any).

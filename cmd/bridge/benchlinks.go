@@ -30,7 +30,7 @@ func benchLinks(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	priority := fs.Int("priority", 80, "SCHED_FIFO priority of the loop threads (or of the scheduler's thread); 0 = normal")
 	dma := fs.Bool("dma-latency", true, "hold /dev/cpu_dma_latency at 0 during the runs, as cyclictest does")
 	stagger := fs.Bool("stagger", true, "scheduler model: spread the links' deadlines evenly over the period (false: every link on one grid); the thread model's loops start their grids as their threads start")
-	procsFlag := fs.String("gomaxprocs", "auto", "GOMAXPROCS during each run: auto = the CPUs plus one per loop thread (a loop blocked in a system call keeps its P); 0 = the runtime's choice, as bridge run without [service] gomaxprocs; or a number")
+	procsFlag := fs.String("gomaxprocs", "auto", "GOMAXPROCS during each run: auto = the CPUs plus one per locked thread, each loop and each real-time partner (a thread blocked in a system call keeps its P); 0 = the runtime's choice, as bridge run without [service] gomaxprocs; or a number")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	threshold := fs.Duration("threshold", time.Millisecond, "keep every tick later than this and attribute it (0 = off)")
 	withCT := fs.Bool("cyclictest", true, "run cyclictest concurrently (same priority, period and CPUs) to tell the machine's stalls from ours")

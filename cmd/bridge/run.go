@@ -164,7 +164,7 @@ func wire(cfg *config.Config, from string, env config.Env, metricsAddr string) (
 		ring = &logRing{}
 		env.Logger = slog.New(withRing(env.Logger.Handler(), ring))
 	}
-	procs, warning := cfg.Procs(runtime.NumCPU(), runtime.GOMAXPROCS(0))
+	procs, warning := cfg.Procs(runtime.NumCPU(), runtime.GOMAXPROCS(0), env.Partner)
 	runtime.GOMAXPROCS(procs)
 	if warning != "" {
 		env.Logger.Warn(warning)
