@@ -37,6 +37,13 @@ type LateTick struct {
 	// held by the kernel (no CPU was given to it), not by the Go runtime: a
 	// goroutine waiting for a P sleeps on a futex, which is not waiting.
 	Waited, Ran int64
+	// Runs is how many times the thread was put on a CPU over the same
+	// span, and UsualRuns as many over the last tick that was on time; -1
+	// unknown. A thread that neither ran nor waited for most of a stall
+	// was blocked: in its sleep, whose timer fired late, when it was put on
+	// a CPU no more often than usual; in a wait of the runtime's as well
+	// (a hand-over of a P is one more block and wake-up) when more often.
+	Runs, UsualRuns int64
 }
 
 // End is when the stall ended: the later of the wake-up and the send.
@@ -72,12 +79,22 @@ type tickStalls struct {
 
 	// The loop thread's schedstat file, opened at its first tick when
 	// statOpen.
-	statFD              int
-	statOpen            bool
-	statPath            []byte // NUL-terminated, made before the run
-	statBuf             [64]byte
-	lastRan, lastWaited int64 // at the end of the tick before; -1 unknown
+	statFD    int
+	statOpen  bool
+	statPath  []byte // NUL-terminated, made before the run
+	statBuf   [64]byte
+	last      threadStat // at the end of the tick before
+	usualRuns int64      // runs over the last tick on time; -1 unknown
 }
+
+// threadStat is a thread's kernel accounting (proc(5), /proc/PID/schedstat):
+// ns on a CPU, ns runnable and waiting for one, times put on a CPU; all -1
+// when unknown.
+type threadStat struct{ ran, waited, runs int64 }
+
+var unknownStat = threadStat{-1, -1, -1}
+
+func (t threadStat) known() bool { return t.ran >= 0 }
 
 // KeepLate makes the observer record every tick later than threshold, up
 // to capacity records (later ones are counted as dropped), and the largest
@@ -87,7 +104,7 @@ func (t *LinkTiming) KeepLate(threshold time.Duration, capacity int, runStart in
 	s := &t.stalls
 	s.threshold, s.runStart, s.binW = int64(threshold), runStart, int64(binWidth)
 	s.recs, s.dropped, s.bins, s.lastCPU = make([]LateTick, 0, max(capacity, 0)), 0, nil, -1
-	s.statPath, s.lastRan, s.lastWaited = []byte("/proc/thread-self/schedstat\x00"), -1, -1
+	s.statPath, s.last, s.usualRuns = []byte("/proc/thread-self/schedstat\x00"), unknownStat, -1
 	if binWidth > 0 && duration > 0 {
 		s.bins = make([]int64, int((duration+binWidth-1)/binWidth)+1)
 	}
@@ -123,38 +140,37 @@ func (s *tickStalls) release() {
 	}
 }
 
-// schedstat reads the loop thread's CPU time and run-queue wait (ns), or
-// -1, -1.
-func (s *tickStalls) schedstat() (ran, waited int64) {
+// schedstat reads the loop thread's accounting, or unknownStat.
+func (s *tickStalls) schedstat() threadStat {
 	if !s.statOpen {
-		return -1, -1
+		return unknownStat
 	}
 	n, err := unix.Pread(s.statFD, s.statBuf[:], 0)
 	if err != nil || n <= 0 {
-		return -1, -1
+		return unknownStat
 	}
 	return parseSchedstat(s.statBuf[:n])
 }
 
-// parseSchedstat reads "ran waited slices\n" (proc(5), /proc/PID/schedstat)
-// without allocating; -1, -1 if malformed.
-func parseSchedstat(b []byte) (ran, waited int64) {
-	var v [2]int64
+// parseSchedstat reads "ran waited runs\n" (proc(5), /proc/PID/schedstat)
+// without allocating; unknownStat if malformed.
+func parseSchedstat(b []byte) threadStat {
+	var v [3]int64
 	i := 0
 	for k := range v {
 		start := i
 		for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
 			if v[k] > (1<<62)/10 {
-				return -1, -1
+				return unknownStat
 			}
 			v[k] = v[k]*10 + int64(b[i]-'0')
 		}
-		if i == start || i >= len(b) || b[i] != ' ' {
-			return -1, -1
+		if i == start || (k < len(v)-1 && (i >= len(b) || b[i] != ' ')) || (k == len(v)-1 && i < len(b) && b[i] != '\n') {
+			return unknownStat
 		}
 		i++
 	}
-	return v[0], v[1]
+	return threadStat{v[0], v[1], v[2]}
 }
 
 // bin raises the bin of the tick periods after the first one to v.
@@ -177,20 +193,25 @@ func (s *tickStalls) observed(r LateTick, late bool) {
 		return
 	}
 	cpu := currentCPU()
-	ran, waited := s.schedstat()
+	st := s.schedstat()
+	both := st.known() && s.last.known()
 	if late {
 		if len(s.recs) == cap(s.recs) {
 			s.dropped++
 		} else {
 			r.CPU, r.SleptCPU = cpu, s.lastCPU
-			r.Ran, r.Waited = -1, -1
-			if ran >= 0 && s.lastRan >= 0 {
-				r.Ran, r.Waited = ran-s.lastRan, waited-s.lastWaited
+			r.Ran, r.Waited, r.Runs, r.UsualRuns = -1, -1, -1, s.usualRuns
+			if both {
+				r.Ran, r.Waited, r.Runs = st.ran-s.last.ran, st.waited-s.last.waited, st.runs-s.last.runs
 			}
 			s.recs = append(s.recs, r)
 		}
+	} else if both {
+		s.usualRuns = st.runs - s.last.runs
+	} else {
+		s.usualRuns = -1
 	}
-	s.lastCPU, s.lastRan, s.lastWaited = cpu, ran, waited
+	s.lastCPU, s.last = cpu, st
 }
 
 // currentCPU is getcpu(2).
@@ -223,6 +244,13 @@ const (
 	// for 1.2 ms while wake-ups queued on it, cyclictest's thread there
 	// late only from its own next deadline (docs/realtime.md §17).
 	AttrCPUWait Attribution = "waited for a CPU"
+	// AttrTimer: the loop thread neither ran nor waited for a CPU for most
+	// of the stall and was put on a CPU no more often than over a tick on
+	// time: it was blocked in its own sleep, whose wake-up the kernel gave
+	// late (on a VM: the host delivering the CPU's timer late). Seen in
+	// runtime traces as a clock_nanosleep that returned late with the P
+	// kept (docs/realtime.md §17).
+	AttrTimer Attribution = "late timer"
 	// AttrShort: as ours, but the stall was shorter than a period and may
 	// have fallen between two of cyclictest's wakes.
 	AttrShort Attribution = "unattributed (shorter than a period)"
@@ -239,8 +267,9 @@ const machineShare = 0.5
 // spikes on r's CPUs (the one it slept on and the one it woke on; any CPU
 // when both are unknown) cover at least half of [r.Planned, r.End()]; else
 // waited for a CPU if the thread was runnable and not run for at least half
-// of it; else ours if r is at least a period late; else unattributed. It
-// returns the
+// of it; else a late timer if it was blocked for at least half of it and put
+// on a CPU no more often than over a tick on time; else ours if r is at
+// least a period late; else unattributed. It returns the
 // largest overlapping spike, or -1, and the share covered.
 func Attribute(r LateTick, spikes []Spike, maxSpike, period int64) (Attribution, int, float64) {
 	best := -1
@@ -285,6 +314,9 @@ func Attribute(r LateTick, spikes []Spike, maxSpike, period int64) (Attribution,
 		return AttrMachine, best, share
 	case r.Waited > 0 && float64(r.Waited) >= machineShare*float64(r.End()-r.Planned):
 		return AttrCPUWait, best, share
+	case r.Runs > 0 && r.UsualRuns > 0 && r.Runs <= r.UsualRuns && r.Ran >= 0 && r.Waited >= 0 &&
+		float64(r.Ran+r.Waited) < machineShare*float64(r.End()-r.Planned):
+		return AttrTimer, best, share
 	case r.Lateness() >= period:
 		return AttrOurs, best, share
 	}
@@ -301,8 +333,10 @@ type Stall struct {
 	SendLatenessUs float64     `json:"send_lateness_us"`
 	CPU            int         `json:"cpu"`
 	SleptCPU       int         `json:"slept_cpu"`
-	WaitedUs       float64     `json:"waited_us"` // runnable, not run (LateTick.Waited); -1 unknown
-	RanUs          float64     `json:"ran_us"`    // on a CPU (LateTick.Ran); -1 unknown
+	WaitedUs       float64     `json:"waited_us"`  // runnable, not run (LateTick.Waited); -1 unknown
+	RanUs          float64     `json:"ran_us"`     // on a CPU (LateTick.Ran); -1 unknown
+	Runs           int64       `json:"runs"`       // put on a CPU (LateTick.Runs); -1 unknown
+	UsualRuns      int64       `json:"usual_runs"` // as many over a tick on time; -1 unknown
 	Attribution    Attribution `json:"attribution"`
 	Spike          *SpikeUs    `json:"cyclictest_spike,omitempty"` // the largest overlapping one
 	rec            LateTick
@@ -324,6 +358,7 @@ type LinkStalls struct {
 	Machine      int    `json:"machine"`
 	Ours         int    `json:"ours"`
 	CPUWait      int    `json:"cpu_wait"`
+	Timer        int    `json:"late_timer"`
 	Unattributed int    `json:"unattributed"`
 	Dropped      uint64 `json:"dropped"` // beyond the records' capacity: not attributed
 }
@@ -350,6 +385,7 @@ type StallReport struct {
 	Machine         int           `json:"machine"`
 	Ours            int           `json:"ours"`
 	CPUWait         int           `json:"cpu_wait"`
+	Timer           int           `json:"late_timer"`
 	Unattributed    int           `json:"unattributed"`
 	PerLink         []LinkStalls  `json:"per_link"`
 	Largest         []Stall       `json:"largest"`
@@ -395,7 +431,7 @@ func NewStallReport(links []BenchLink, watch *WatchResult, watchErr error, runSt
 			st := Stall{
 				Link: ls.Name, AtS: sec(r.Planned), LatenessUs: usRound(r.Lateness()),
 				WakeLatenessUs: usRound(r.WakeLateness()), SendLatenessUs: usRound(r.SendLateness()), CPU: int(r.CPU), SleptCPU: int(r.SleptCPU), rec: r,
-				WaitedUs: -1, RanUs: -1,
+				WaitedUs: -1, RanUs: -1, Runs: r.Runs, UsualRuns: r.UsualRuns,
 			}
 			if r.Waited >= 0 && r.Ran >= 0 {
 				st.WaitedUs, st.RanUs = usRound(r.Waited), usRound(r.Ran)
@@ -417,6 +453,8 @@ func NewStallReport(links []BenchLink, watch *WatchResult, watchErr error, runSt
 				ls.Ours++
 			case AttrCPUWait:
 				ls.CPUWait++
+			case AttrTimer:
+				ls.Timer++
 			default:
 				ls.Unattributed++
 			}
@@ -426,6 +464,7 @@ func NewStallReport(links []BenchLink, watch *WatchResult, watchErr error, runSt
 		rep.Ours += ls.Ours
 		rep.Unattributed += ls.Unattributed
 		rep.CPUWait += ls.CPUWait
+		rep.Timer += ls.Timer
 		rep.PerLink = append(rep.PerLink, ls)
 	}
 	slices.SortStableFunc(rep.Records, func(a, b Stall) int { return cmpInt64(a.rec.Planned, b.rec.Planned) })
@@ -492,7 +531,8 @@ func sparkline(vs []float64, lo, hi float64) string {
 // and the timeline.
 func (s StallReport) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "stalls over %.0f µs: machine %d  waited for a CPU %d  ours %d  unattributed %d   cyclictest: %s\n", s.ThresholdUs, s.Machine, s.CPUWait, s.Ours, s.Unattributed, s.Cyclictest)
+	fmt.Fprintf(&b, "stalls over %.0f µs: machine %d  waited for a CPU %d  late timer %d  ours %d  unattributed %d   cyclictest: %s\n",
+		s.ThresholdUs, s.Machine, s.CPUWait, s.Timer, s.Ours, s.Unattributed, s.Cyclictest)
 	if s.CyclictestArgs != "" {
 		fmt.Fprintf(&b, "  concurrent %s\n  cyclictest p99 %.0f µs, max µs", s.CyclictestArgs, s.CyclictestP99Us)
 		for _, m := range s.CyclictestMax {
@@ -505,7 +545,7 @@ func (s StallReport) WriteText(w io.Writer) error {
 		b.WriteByte('\n')
 	}
 	for _, l := range s.PerLink {
-		fmt.Fprintf(&b, "  %-12s late %5d: machine %5d  waited for a CPU %5d  ours %5d  unattributed %5d", l.Name, l.Late, l.Machine, l.CPUWait, l.Ours, l.Unattributed)
+		fmt.Fprintf(&b, "  %-12s late %5d: machine %5d  waited for a CPU %5d  late timer %5d  ours %5d  unattributed %5d", l.Name, l.Late, l.Machine, l.CPUWait, l.Timer, l.Ours, l.Unattributed)
 		if l.Dropped > 0 {
 			fmt.Fprintf(&b, "  (+%d beyond the records' capacity)", l.Dropped)
 		}
@@ -556,7 +596,7 @@ func optUs(v float64) string {
 
 // stallCSVHeader is the header row of WriteStallsCSV.
 var stallCSVHeader = []string{"links", "link", "at_s", "planned_ns", "deadline_ns", "wake_ns", "send_ns", "lateness_us", "wake_lateness_us",
-	"send_lateness_us", "slept_cpu", "cpu", "waited_us", "ran_us", "attribution", "spike_cpu", "spike_latency_us", "spike_at_s"}
+	"send_lateness_us", "slept_cpu", "cpu", "waited_us", "ran_us", "runs", "usual_runs", "attribution", "spike_cpu", "spike_latency_us", "spike_at_s"}
 
 // WriteStallsCSV writes every late tick of every run, one row each, its
 // instants on CLOCK_MONOTONIC in ns.
@@ -574,9 +614,9 @@ func (r LinksReport) WriteStallsCSV(w io.Writer) error {
 			row := []string{strconv.Itoa(run.Links), st.Link, f(st.AtS), strconv.FormatInt(st.rec.Planned, 10),
 				strconv.FormatInt(st.rec.Deadline, 10), strconv.FormatInt(st.rec.Wake, 10), strconv.FormatInt(st.rec.Send, 10),
 				f(st.LatenessUs), f(st.WakeLatenessUs), f(st.SendLatenessUs), strconv.Itoa(st.SleptCPU), strconv.Itoa(st.CPU),
-				f(st.WaitedUs), f(st.RanUs), string(st.Attribution), "", "", ""}
+				f(st.WaitedUs), f(st.RanUs), strconv.FormatInt(st.Runs, 10), strconv.FormatInt(st.UsualRuns, 10), string(st.Attribution), "", "", ""}
 			if sp := st.Spike; sp != nil {
-				row[15], row[16], row[17] = strconv.Itoa(sp.CPU), f(sp.LatencyUs), f(sp.AtS)
+				row[17], row[18], row[19] = strconv.Itoa(sp.CPU), f(sp.LatencyUs), f(sp.AtS)
 			}
 			if err := cw.Write(row); err != nil {
 				return err

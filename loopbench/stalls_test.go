@@ -121,6 +121,11 @@ func TestAttribute(t *testing.T) {
 		{"runnable for a third of it", LateTick{Planned: 50 * msNs, Deadline: 50 * msNs, Wake: 53 * msNs, CPU: 0, SleptCPU: 0, Waited: msNs}, AttrOurs, -1},
 		{"waited, but inside a spike: the machine's", LateTick{Planned: 10500 * usNs, Deadline: 10500 * usNs, Wake: 11800 * usNs, CPU: 0, SleptCPU: 0, Waited: msNs}, AttrMachine, 0},
 		{"wait unknown", LateTick{Planned: 50 * msNs, Deadline: 50 * msNs, Wake: 52 * msNs, CPU: 0, SleptCPU: 0, Waited: -1}, AttrOurs, -1},
+		{"blocked, put on a CPU as often as usual", LateTick{Planned: 50 * msNs, Deadline: 50 * msNs, Wake: 52 * msNs, CPU: 0, SleptCPU: 0, Waited: 50 * usNs, Ran: 20 * usNs, Runs: 3, UsualRuns: 3}, AttrTimer, -1},
+		{"blocked, less often than usual", LateTick{Planned: 50 * msNs, Deadline: 50 * msNs, Wake: 52 * msNs, CPU: 0, SleptCPU: 0, Waited: 50 * usNs, Ran: 20 * usNs, Runs: 2, UsualRuns: 3}, AttrTimer, -1},
+		{"blocked once more than usual: a wait of the runtime's", LateTick{Planned: 50 * msNs, Deadline: 50 * msNs, Wake: 52 * msNs, CPU: 0, SleptCPU: 0, Waited: 50 * usNs, Ran: 20 * usNs, Runs: 4, UsualRuns: 3}, AttrOurs, -1},
+		{"running for most of it: a spin", LateTick{Planned: 50 * msNs, Deadline: 50 * msNs, Wake: 52 * msNs, CPU: 0, SleptCPU: 0, Waited: 50 * usNs, Ran: 1500 * usNs, Runs: 3, UsualRuns: 3}, AttrOurs, -1},
+		{"usual runs unknown", LateTick{Planned: 50 * msNs, Deadline: 50 * msNs, Wake: 52 * msNs, CPU: 0, SleptCPU: 0, Waited: 50 * usNs, Ran: 20 * usNs, Runs: 3, UsualRuns: -1}, AttrOurs, -1},
 	} {
 		got, at, _ := Attribute(tc.r, spikes, maxSpike, period)
 		if got != tc.want || at != tc.spike {
@@ -157,14 +162,26 @@ func TestLinkTimingKeepsLate(t *testing.T) {
 	}
 	// The kernel's accounting of the thread between two ticks; the test's
 	// goroutine may change threads, so only that it was read.
-	if r.Ran < 0 || r.Waited < 0 {
-		t.Errorf("ran %d, waited %d ns: /proc/thread-self/schedstat not read", r.Ran, r.Waited)
+	if r.Ran < 0 || r.Waited < 0 || r.Runs < 0 { // UsualRuns: -1, no tick on time had one before it
+		t.Errorf("ran %d, waited %d ns, runs %d (usually %d): /proc/thread-self/schedstat not read", r.Ran, r.Waited, r.Runs, r.UsualRuns)
 	}
 	if lt.ThreadID() == 0 {
 		t.Error("no thread id after the first tick")
 	}
 	if m := slices.Max(lt.stalls.bins); m != 900*usNs {
 		t.Errorf("bins' max %d, want 900 µs", m)
+	}
+
+	// After a tick on time, a late one knows how often the thread was put
+	// on a CPU over a tick on time.
+	u := NewLinkTiming(clock, time.Millisecond)
+	u.KeepLate(500*time.Microsecond, 2, start, time.Second, time.Second)
+	u.sendIsWake = true
+	u.ObserveTick(10*usNs, 5*usNs)
+	u.ObserveTick(10*usNs, 5*usNs)
+	u.ObserveTick(800*usNs, 5*usNs)
+	if recs, _ := u.LateTicks(); len(recs) != 1 || recs[0].UsualRuns < 0 || recs[0].Runs < 0 {
+		t.Errorf("after ticks on time: %+v", recs)
 	}
 
 	// A gated tick: woke on time (lead 200 µs), sent 700 µs late.
@@ -219,7 +236,7 @@ func TestNewStallReport(t *testing.T) {
 	}
 	add := func(l BenchLink, planned, late, waited int64, cpu int32) {
 		l.Timing.stalls.recs = append(l.Timing.stalls.recs, LateTick{Planned: planned, Deadline: planned, Wake: planned + late, CPU: cpu, SleptCPU: cpu,
-			Waited: waited, Ran: 30 * usNs})
+			Waited: waited, Ran: 30 * usNs, Runs: 4, UsualRuns: 3}) // blocked once more than usual: not a late timer
 		l.Timing.stalls.bin(uint64((planned-start)/msNs), msNs, late)
 	}
 	add(a, start+100*msNs, 2*msNs, 0, 0)            // machine: the spike below
@@ -257,7 +274,7 @@ func TestNewStallReport(t *testing.T) {
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"machine 1  waited for a CPU 1  ours 2", "cpu0 4000", "cpu0 4000 µs from 0.099 s", "ours       |"} {
+	for _, s := range []string{"machine 1  waited for a CPU 1  late timer 0  ours 2", "cpu0 4000", "cpu0 4000 µs from 0.099 s", "ours       |"} {
 		if !strings.Contains(text.String(), s) {
 			t.Errorf("text lacks %q:\n%s", s, text.String())
 		}
@@ -270,10 +287,10 @@ func TestNewStallReport(t *testing.T) {
 	if err != nil || len(rows) != 5 || !slices.Equal(rows[0], stallCSVHeader) {
 		t.Fatalf("CSV %v, %v", rows, err)
 	}
-	if r := rows[1]; r[1] != "a" || r[3] != "1100000000" || r[12] != "0" || r[13] != "30" || r[14] != "machine" || r[15] != "0" || r[16] != "4000" {
+	if r := rows[1]; r[1] != "a" || r[3] != "1100000000" || r[12] != "0" || r[13] != "30" || r[14] != "4" || r[15] != "3" || r[16] != "machine" || r[17] != "0" || r[18] != "4000" {
 		t.Errorf("first row %v", r)
 	}
-	if r := rows[4]; r[12] != "900" || r[14] != string(AttrCPUWait) {
+	if r := rows[4]; r[12] != "900" || r[16] != string(AttrCPUWait) {
 		t.Errorf("last row %v", r)
 	}
 
@@ -359,22 +376,25 @@ func TestWriteStallsFileFails(t *testing.T) {
 
 func TestParseSchedstat(t *testing.T) {
 	for _, tc := range []struct {
-		in          string
-		ran, waited int64
+		in   string
+		want threadStat
 	}{
-		{"676736 0 1\n", 676736, 0},
-		{"3300000000 12345 4952\n", 3300000000, 12345},
-		{"1 2 3", 1, 2},
-		{"", -1, -1},
-		{"12", -1, -1},
-		{"12 ", -1, -1},
-		{"12 x 3\n", -1, -1},
-		{"-1 2 3\n", -1, -1},
-		{" 1 2 3\n", -1, -1},
-		{"99999999999999999999 1 1\n", -1, -1},
+		{"676736 0 1\n", threadStat{676736, 0, 1}},
+		{"3300000000 12345 4952\n", threadStat{3300000000, 12345, 4952}},
+		{"1 2 3", threadStat{1, 2, 3}},
+		{"", unknownStat},
+		{"12", unknownStat},
+		{"12 ", unknownStat},
+		{"12 7", unknownStat},
+		{"12 7 ", unknownStat},
+		{"12 x 3\n", unknownStat},
+		{"1 2 3 4\n", unknownStat},
+		{"-1 2 3\n", unknownStat},
+		{" 1 2 3\n", unknownStat},
+		{"99999999999999999999 1 1\n", unknownStat},
 	} {
-		if ran, waited := parseSchedstat([]byte(tc.in)); ran != tc.ran || waited != tc.waited {
-			t.Errorf("parseSchedstat(%q) = %d, %d; want %d, %d", tc.in, ran, waited, tc.ran, tc.waited)
+		if got := parseSchedstat([]byte(tc.in)); got != tc.want {
+			t.Errorf("parseSchedstat(%q) = %+v; want %+v", tc.in, got, tc.want)
 		}
 	}
 }
@@ -383,9 +403,9 @@ func FuzzParseSchedstat(f *testing.F) {
 	f.Add([]byte("676736 0 1\n"))
 	f.Add([]byte("99999999999999999999 1 1\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		ran, waited := parseSchedstat(b)
-		if (ran < 0) != (waited < 0) {
-			t.Fatalf("parseSchedstat(%q) = %d, %d: one known, one not", b, ran, waited)
+		st := parseSchedstat(b)
+		if st != unknownStat && (st.ran < 0 || st.waited < 0 || st.runs < 0) {
+			t.Fatalf("parseSchedstat(%q) = %+v: partly known", b, st)
 		}
 	})
 }
