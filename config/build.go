@@ -415,6 +415,9 @@ func (l *Link) newPartner(m *simulink.Master, env Env) (*simulink.Partner, error
 		MeasureLen: mcfg.MeasureLen, CommandLen: mcfg.CommandLen,
 		Delay: l.Partner.Delay, Controller: ctl, Faults: env.Faults, Logger: env.Logger.With("partner", l.Name),
 		Priority: partnerPriority(l.Loop.Priority),
+		// With its loop: a pinned loop's CPU holds the link's real-time
+		// threads, and confinement keeps the process's others off it.
+		Pin: *l.Loop.CPU >= 0, CPU: *l.Loop.CPU,
 	})
 }
 

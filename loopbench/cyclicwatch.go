@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/labbridge/bridge/realtime"
 	"golang.org/x/sys/unix"
 )
 
@@ -128,21 +129,6 @@ func (c WatchConfig) Args(histfile string) []string {
 		"-h", strconv.FormatInt(maxWatchLatency.Microseconds(), 10), "--histfile=" + histfile}
 }
 
-// ProcessCPUs returns the CPUs this process may run on.
-func ProcessCPUs() ([]int, error) {
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		return nil, fmt.Errorf("loopbench: CPU affinity: %w", err)
-	}
-	var cpus []int
-	for i := range 1024 {
-		if set.IsSet(i) {
-			cpus = append(cpus, i)
-		}
-	}
-	return cpus, nil
-}
-
 // CanWatch says why a concurrent cyclictest cannot run here: no binary, or
 // no right to SCHED_FIFO at priority (root, or RLIMIT_RTPRIO, as for the
 // loops); nil if it can.
@@ -193,7 +179,7 @@ func StartWatch(ctx context.Context, cfg WatchConfig) (*Watch, error) {
 		return nil, fmt.Errorf("loopbench: cyclictest interval %v: %w (want at least 1µs)", cfg.Interval, ErrConfig)
 	}
 	if len(cfg.CPUs) == 0 {
-		cpus, err := ProcessCPUs()
+		cpus, err := realtime.AllowedCPUs()
 		if err != nil {
 			return nil, err
 		}

@@ -176,6 +176,11 @@ type LinksConfig struct {
 	Stalls StallConfig
 	// TracePath, if set, receives a runtime/trace of the run.
 	TracePath string
+	// Confine, if set, holds every thread of the process but the links'
+	// real-time ones (which pin themselves to their loop's CPU) on these
+	// CPUs for the run (realtime.Confine); the threads get the process's
+	// CPUs back after it.
+	Confine []int
 }
 
 // StallConfig is the stall attribution of a links run: every tick later
@@ -232,6 +237,20 @@ func RunLinks(ctx context.Context, cfg LinksConfig, links []BenchLink) (LinksRun
 	if procs := cfg.procs(links); procs > 0 {
 		prev := runtime.GOMAXPROCS(procs)
 		defer runtime.GOMAXPROCS(prev)
+	}
+	if len(cfg.Confine) > 0 {
+		allowed, err := realtime.AllowedCPUs()
+		if err != nil {
+			return LinksRun{}, fmt.Errorf("loopbench: links run: %w", err)
+		}
+		if err := realtime.Confine(cfg.Confine); err != nil {
+			return LinksRun{}, fmt.Errorf("loopbench: links run: %w", err)
+		}
+		defer func() {
+			if err := realtime.Confine(allowed); err != nil {
+				logger.Warn("loopbench: links run: the process's CPUs not given back", "err", err)
+			}
+		}()
 	}
 	sw := startStallWatch(ctx, cfg, links)
 	view, err := startRuntimeView(cfg.TracePath, links)

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/labbridge/bridge/realtime"
 	"golang.org/x/sys/unix"
 
 	"github.com/labbridge/bridge/internal/atomicfile"
@@ -668,7 +669,7 @@ func startStallWatch(ctx context.Context, cfg LinksConfig, links []BenchLink) *s
 	}
 	cpus := []int{lc.CPU}
 	if lc.CPU < 0 {
-		if cpus, w.err = ProcessCPUs(); w.err != nil {
+		if cpus, w.err = realtime.AllowedCPUs(); w.err != nil {
 			return w
 		}
 	}

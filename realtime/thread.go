@@ -25,8 +25,11 @@ var (
 // MaxPriority is the highest SCHED_FIFO priority on Linux.
 const MaxPriority = 99
 
-// maxCPU bounds the CPU index a unix.CPUSet can hold.
-const maxCPU = 1024
+// MaxCPUs bounds the CPU numbers a thread can be pinned to (a CPU set's
+// size).
+const MaxCPUs = 1024
+
+const maxCPU = MaxCPUs
 
 // DMALatencyPath is the PM QoS node that keeps C-states shallow while open.
 const DMALatencyPath = "/dev/cpu_dma_latency"

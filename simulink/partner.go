@@ -55,6 +55,11 @@ type PartnerConfig struct {
 	// a goroutine through the netpoller, whose wake-up waits behind every
 	// runnable thread of a busy machine (docs/realtime.md §7.3).
 	Priority int
+	// Pin, with Priority, pins the receive thread to CPU, as a link pins
+	// its loop (a built-in partner takes its loop's CPU); false leaves the
+	// thread's affinity alone.
+	Pin bool
+	CPU int
 }
 
 // PartnerStats are a Partner's counters since NewPartner.
@@ -109,6 +114,7 @@ type Partner struct {
 	// Never a locked goroutine on the netpoller: the hand-off to a locked
 	// thread costs more than it saves (docs/realtime.md §7).
 	priority int
+	cpu      int                               // the receive thread's CPU; -1 none
 	thread   atomic.Pointer[realtime.Settings] // what rtLoop's thread got
 	tid      atomic.Int64                      // rtLoop's thread while it runs
 
@@ -185,6 +191,7 @@ func newPartnerProbe(cfg PartnerConfig, kernelStamps bool, probe func(priority i
 		return nil, err
 	}
 	p := &Partner{
+		cpu:        -1,
 		measureLen: cfg.MeasureLen,
 		acceptAny:  !cfg.Accept.Addr().IsValid(),
 		acceptPort: cfg.Accept.Port() != 0,
@@ -220,6 +227,9 @@ func newPartnerProbe(cfg PartnerConfig, kernelStamps bool, probe func(priority i
 				"listen", cfg.Listen, "priority", cfg.Priority, "err", err.Error())
 		} else {
 			p.priority = cfg.Priority
+			if cfg.Pin {
+				p.cpu = cfg.CPU
+			}
 		}
 	}
 	if err := p.bind(cfg.Listen); err != nil {
@@ -249,6 +259,9 @@ func validatePartnerConfig(cfg *PartnerConfig) error {
 	}
 	if cfg.Priority < 0 || cfg.Priority > realtime.MaxPriority {
 		return bad("Priority", "%d, want 0 (a goroutine on the netpoller) or 1..%d (SCHED_FIFO)", cfg.Priority, realtime.MaxPriority)
+	}
+	if cfg.Pin && (cfg.CPU < 0 || cfg.CPU >= realtime.MaxCPUs) {
+		return bad("CPU", "%d, want a CPU number from 0 to %d", cfg.CPU, realtime.MaxCPUs-1)
 	}
 	if cfg.Faults != nil {
 		if err := cfg.Faults.validate(); err != nil {

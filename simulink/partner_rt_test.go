@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labbridge/bridge/realtime"
 	"golang.org/x/sys/unix"
 )
 
@@ -71,6 +72,27 @@ func TestPartnerFIFOThread(t *testing.T) {
 	net := ptNewRig(t, nil)
 	if s := net.p.ThreadSettings(); s.Policy != "SCHED_OTHER" || net.p.threadID() != 0 {
 		t.Errorf("netpoller mode: ThreadSettings = %+v, thread %d; want SCHED_OTHER and none", s, net.p.threadID())
+	}
+}
+
+// A pinned partner's receive thread runs on its CPU only, as the kernel
+// reports it: a built-in partner takes its loop's.
+func TestPartnerFIFOPinned(t *testing.T) {
+	ptNeedFIFO(t)
+	cpus, err := realtime.AllowedCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := cpus[len(cpus)-1]
+	r := ptNewRig(t, func(c *PartnerConfig) { c.Priority, c.Pin, c.CPU = ptFIFO, true, cpu })
+	r.send(ptDatagram(-1, 0, 0, 0, 0, 0, 0, 0))
+	r.recv()
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(r.p.threadID(), &set); err != nil {
+		t.Fatal(err)
+	}
+	if set.Count() != 1 || !set.IsSet(cpu) {
+		t.Errorf("receive thread may run on %d CPUs (CPU %d: %v), want CPU %d only", set.Count(), cpu, set.IsSet(cpu), cpu)
 	}
 }
 

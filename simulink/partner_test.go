@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/labbridge/bridge/plant"
+	"github.com/labbridge/bridge/realtime"
 )
 
 // ptWait bounds every wait for a datagram or a counter; it only matters when
@@ -379,6 +380,8 @@ func TestPartnerConfigErrors(t *testing.T) {
 		{"Controller", func(c *PartnerConfig) { c.Controller = jac }},
 		{"Priority", func(c *PartnerConfig) { c.Priority = -1 }},
 		{"Priority", func(c *PartnerConfig) { c.Priority = 100 }},
+		{"CPU", func(c *PartnerConfig) { c.Pin, c.CPU = true, -1 }},
+		{"CPU", func(c *PartnerConfig) { c.Pin, c.CPU = true, realtime.MaxCPUs }},
 	} {
 		cfg := PartnerConfig{Listen: ptAny, ReplyTo: to, MeasureLen: 7, CommandLen: 4}
 		tc.edit(&cfg)

@@ -22,7 +22,7 @@ const maxBenchLinks = 256
 // one thread model; with a list of counts, one run per count in order, so
 // that the ratios to the smallest come from one invocation.
 func benchLinks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench links", "bench links [-links N[,N…]] [-rate HZ] [-duration D] [-model thread|scheduler] [-priority P] [-gomaxprocs auto|N] [-stagger] [-dma-latency] [-threshold D] [-cyclictest] [-records FILE] [-trace FILE] [-json]", stderr)
+	fs := newFlagSet("bench links", "bench links [-links N[,N…]] [-rate HZ] [-duration D] [-model thread|scheduler] [-priority P] [-gomaxprocs auto|N] [-cpu N] [-stagger] [-dma-latency] [-threshold D] [-cyclictest] [-records FILE] [-trace FILE] [-json]", stderr)
 	countsFlag := fs.String("links", "1,4,16", "how many links, or a list of counts run one after the other (ratios are to the smallest)")
 	rate := fs.Float64("rate", 1000, "tick rate of every link (Hz)")
 	duration := fs.Duration("duration", 10*time.Second, "how long each run lasts")
@@ -31,6 +31,7 @@ func benchLinks(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	dma := fs.Bool("dma-latency", true, "hold /dev/cpu_dma_latency at 0 during the runs, as cyclictest does")
 	stagger := fs.Bool("stagger", true, "scheduler model: spread the links' deadlines evenly over the period (false: every link on one grid); the thread model's loops start their grids as their threads start")
 	procsFlag := fs.String("gomaxprocs", "auto", "GOMAXPROCS during each run: auto = the CPUs plus one per locked thread, each loop and each real-time partner (a thread blocked in a system call keeps its P); 0 = the runtime's choice, as bridge run without [service] gomaxprocs; or a number")
+	cpu := fs.Int("cpu", -1, "pin every loop and its partner to this CPU and keep the process's other threads on the other CPUs (-1: no pinning)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	threshold := fs.Duration("threshold", time.Millisecond, "keep every tick later than this and attribute it (0 = off)")
 	withCT := fs.Bool("cyclictest", true, "run cyclictest concurrently (same priority, period and CPUs) to tell the machine's stalls from ours")
@@ -59,11 +60,17 @@ func benchLinks(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := checkDuration("bench links", "duration", *duration, false); err != nil {
 		return err
 	}
+	var confine []int
+	if *cpu >= 0 {
+		if confine, err = otherCPUs(*cpu); err != nil {
+			return fmt.Errorf("bridge bench links: -cpu %d: %w", *cpu, err)
+		}
+	}
 	logger := config.Service{LogLevel: "warn", LogFormat: "text"}.Logger(stderr, false)
 	var runs []loopbench.LinksRun
 	for _, n := range counts {
-		run, err := runLinks(ctx, n, *rate, *priority, *dma, loopbench.LinksConfig{
-			Model: model, Duration: *duration, Stagger: *stagger, GOMAXPROCS: procs, Logger: logger,
+		run, err := runLinks(ctx, n, *rate, *priority, *cpu, *dma, loopbench.LinksConfig{
+			Model: model, Duration: *duration, Stagger: *stagger, GOMAXPROCS: procs, Logger: logger, Confine: confine,
 			Stalls:    loopbench.StallConfig{Threshold: *threshold, Cyclictest: *withCT},
 			TracePath: loopbench.RunFile(*tracePath, n, len(counts)),
 		})
@@ -102,12 +109,12 @@ func parseCounts(s string) ([]int, error) {
 
 // runLinks builds n links as bridge sim would (the sim plant, a built-in
 // partner each, free loopback ports), runs them, and releases them.
-func runLinks(ctx context.Context, n int, rate float64, priority int, dma bool, lc loopbench.LinksConfig) (loopbench.LinksRun, error) {
+func runLinks(ctx context.Context, n int, rate float64, priority, cpu int, dma bool, lc loopbench.LinksConfig) (loopbench.LinksRun, error) {
 	var doc strings.Builder
 	doc.WriteString("[service]\nmetrics = \"\"\n")
 	for i := range n {
-		fmt.Fprintf(&doc, "[[link]]\nname = \"link-%02d\"\nrate_hz = %g\n[link.loop]\npriority = %d\ndma_latency = %v\n"+
-			"[link.plant]\nkind = \"sim\"\n", i, rate, priority, dma)
+		fmt.Fprintf(&doc, "[[link]]\nname = \"link-%02d\"\nrate_hz = %g\n[link.loop]\npriority = %d\ncpu = %d\ndma_latency = %v\n"+
+			"[link.plant]\nkind = \"sim\"\n", i, rate, priority, cpu, dma)
 	}
 	cfg, err := config.ParseConfig([]byte(doc.String()))
 	if err != nil {
@@ -139,4 +146,29 @@ func runLinks(ctx context.Context, n int, rate float64, priority int, dma bool, 
 		})
 	}
 	return loopbench.RunLinks(ctx, lc, links)
+}
+
+// otherCPUs returns the CPUs this process may run on but cpu, for the
+// threads that are not a link's: at least one must remain.
+func otherCPUs(cpu int) ([]int, error) {
+	allowed, err := realtime.AllowedCPUs()
+	if err != nil {
+		return nil, err
+	}
+	var rest []int
+	found := false
+	for _, c := range allowed {
+		if c == cpu {
+			found = true
+		} else {
+			rest = append(rest, c)
+		}
+	}
+	switch {
+	case !found:
+		return nil, fmt.Errorf("not one of the CPUs this process may use (%v)", allowed)
+	case len(rest) == 0:
+		return nil, fmt.Errorf("the only CPU this process may use: the other threads need one more")
+	}
+	return rest, nil
 }

@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/labbridge/bridge/loopbench"
+	"github.com/labbridge/bridge/realtime"
 )
 
 // A short real run in each model: two links, each ticking against its own
@@ -61,6 +64,7 @@ func TestBenchLinksFlags(t *testing.T) {
 		{[]string{"-duration", "0s"}, 1, "bridge bench links: -duration 0s"},
 		{[]string{"-gomaxprocs", "many"}, 1, "bridge bench links: -gomaxprocs \"many\": want auto"},
 		{[]string{"-rate", "0", "-links", "1"}, 1, "bridge bench links: -rate 0: want a rate above 0 Hz"},
+		{[]string{"-cpu", "4096"}, 1, "bridge bench links: -cpu 4096: not one of the CPUs this process may use"},
 		{[]string{"extra"}, 2, "unexpected argument"},
 		{[]string{"-help"}, 0, "Usage: bridge bench links"},
 	} {
@@ -71,5 +75,37 @@ func TestBenchLinksFlags(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, "bench"); code != 2 || !strings.Contains(stderr, "bridge bench links") {
 		t.Errorf("bench usage: %d %q", code, stderr)
+	}
+}
+
+// -cpu pins the links to one CPU and keeps the rest on the others; the
+// process gets its CPUs back after the run.
+func TestBenchLinksCPU(t *testing.T) {
+	cpus, err := realtime.AllowedCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cpus) < 2 {
+		t.Skipf("needs 2 CPUs to keep one for the links; this process may use %v", cpus)
+	}
+	rest, err := otherCPUs(cpus[0])
+	if err != nil || !slices.Equal(rest, cpus[1:]) {
+		t.Fatalf("otherCPUs(%d) = %v, %v; want %v", cpus[0], rest, err, cpus[1:])
+	}
+	pin := strconv.Itoa(cpus[len(cpus)-1])
+	code, out, stderr := runCLI(t, "bench", "links", "-links", "2", "-rate", "200", "-duration", "300ms", "-cpu", pin, "-json")
+	if code != 0 {
+		t.Fatalf("%d %s %s", code, out, stderr)
+	}
+	var rep loopbench.LinksReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Runs) != 1 {
+		t.Fatalf("%v in %q", err, out)
+	}
+	// The loops are on the one CPU, so cyclictest watches that one.
+	if st := rep.Runs[0].Stalls; st == nil || (st.Cyclictest == "ran" && !strings.Contains(st.CyclictestArgs, " -t 1 -a "+pin+" ")) {
+		t.Errorf("stall watch %+v, want cyclictest on CPU %s alone", st, pin)
+	}
+	if after, err := realtime.AllowedCPUs(); err != nil || !slices.Equal(after, cpus) {
+		t.Errorf("after the run this thread may use %v (%v), want %v back", after, err, cpus)
 	}
 }

@@ -1,0 +1,76 @@
+package realtime
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrConfine reports a process that could not be confined to a CPU set.
+var ErrConfine = errors.New("realtime: cannot confine the process's threads")
+
+// AllowedCPUs returns the CPUs the calling thread may run on, in order.
+func AllowedCPUs() ([]int, error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil, fmt.Errorf("realtime: sched_getaffinity: %w", err)
+	}
+	var cpus []int
+	for c := range maxCPU {
+		if set.IsSet(c) {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus, nil
+}
+
+// Confine sets the CPU affinity of every thread of the process to cpus.
+// Threads the runtime creates later inherit it from the thread that creates
+// them; a thread that pins itself afterwards (SetupThread with a CPU) keeps
+// its own. So a process that confines itself before its real-time threads
+// pin themselves to other CPUs keeps its ordinary threads (the runtime's
+// monitor, GC workers, the threads that hand a P to a locked thread, HTTP)
+// off those CPUs: a real-time thread that spins in the runtime waiting for
+// one of them can no longer be the reason it does not run
+// (docs/realtime.md §17). A thread that exits meanwhile is skipped. Errors
+// wrap ErrConfine and name the CPUs.
+func Confine(cpus []int) error {
+	if len(cpus) == 0 {
+		return fmt.Errorf("%w: no CPU given", ErrConfine)
+	}
+	var set unix.CPUSet
+	for _, c := range cpus {
+		if c < 0 || c >= maxCPU {
+			return fmt.Errorf("%w: CPU %d (want 0..%d)", ErrConfine, c, maxCPU-1)
+		}
+		set.Set(c)
+	}
+	// Threads may appear while the list is walked: walk until a pass sets
+	// no thread it had not set before.
+	done := map[int]bool{}
+	for pass := 0; pass < 10; pass++ {
+		ents, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			return fmt.Errorf("%w to CPUs %v: %w", ErrConfine, cpus, err)
+		}
+		fresh := 0
+		for _, e := range ents {
+			tid, err := strconv.Atoi(e.Name())
+			if err != nil || done[tid] {
+				continue
+			}
+			if err := unix.SchedSetaffinity(tid, &set); err != nil && !errors.Is(err, unix.ESRCH) {
+				return fmt.Errorf("%w to CPUs %v: thread %d: %w", ErrConfine, cpus, tid, err)
+			}
+			done[tid] = true
+			fresh++
+		}
+		if fresh == 0 {
+			return nil
+		}
+	}
+	return nil
+}

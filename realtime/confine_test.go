@@ -1,0 +1,90 @@
+package realtime
+
+import (
+	"errors"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// threadCPUs returns the CPUs thread tid may run on.
+func threadCPUs(t *testing.T, tid int) []int {
+	t.Helper()
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(tid, &set); err != nil {
+		t.Fatalf("sched_getaffinity(%d): %v", tid, err)
+	}
+	var cpus []int
+	for c := range maxCPU {
+		if set.IsSet(c) {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus
+}
+
+// Confine moves every thread of the process, and the threads the runtime
+// makes afterwards inherit it; a thread that pins itself keeps its CPU.
+func TestConfine(t *testing.T) {
+	allowed, err := AllowedCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(allowed) < 2 {
+		t.Skipf("needs 2 CPUs to confine the process to one of them; this process may use %v", allowed)
+	}
+	defer func() {
+		if err := Confine(allowed); err != nil {
+			t.Fatalf("giving the CPUs back: %v", err)
+		}
+	}()
+	keep, pinned := allowed[:1], allowed[len(allowed)-1]
+	if err := Confine(keep); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		tid, _ := strconv.Atoi(e.Name())
+		if got := threadCPUs(t, tid); !slices.Equal(got, keep) {
+			t.Errorf("thread %d may run on %v after Confine(%v)", tid, got, keep)
+		}
+	}
+	// The thread another goroutine lands on (with this one locked, another
+	// M: an old one confined above, or a new one that inherits the set)
+	// runs on the set; once it pins itself, on its own CPU.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	type seen struct{ fresh, self []int }
+	done := make(chan seen)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread is discarded with the goroutine
+		s := seen{fresh: threadCPUs(t, 0)}
+		if _, warns := SetupThread(ThreadConfig{CPU: pinned}); len(warns) > 0 {
+			t.Errorf("pinning to %d: %v", pinned, warns)
+		}
+		s.self = threadCPUs(t, 0)
+		done <- s
+	}()
+	s := <-done
+	if !slices.Equal(s.fresh, keep) {
+		t.Errorf("another thread after Confine(%v) may run on %v", keep, s.fresh)
+	}
+	if !slices.Equal(s.self, []int{pinned}) {
+		t.Errorf("a thread that pinned itself to %d may run on %v", pinned, s.self)
+	}
+}
+
+func TestConfineRefuses(t *testing.T) {
+	for _, cpus := range [][]int{nil, {-1}, {MaxCPUs}} {
+		if err := Confine(cpus); !errors.Is(err, ErrConfine) {
+			t.Errorf("Confine(%v) = %v, want ErrConfine", cpus, err)
+		}
+	}
+}
