@@ -293,16 +293,17 @@ func TestIdleKeepsTheConnection(t *testing.T) {
 		t.Errorf("velocity commands %+v: want 20 °/s, then zero in the next tick", v)
 	}
 	rig.stream(t, -20)
-	// The bridge hangs: nothing refreshes the watchdog.
-	refreshes := rig.robot.Status().WatchdogRefreshes
+	// The bridge hangs: nothing refreshes the watchdog. (The last tick's
+	// refresh may still be on its way when stream returns, so the count is
+	// not compared: the expiry's time below shows no refresh came later.)
 	testutil.WaitFor(t, "the watchdog to drop the connection", func() bool { return rig.robot.Status().WatchdogExpiries == 1 })
 	s = rig.robot.Status()
-	if s.Moving || s.Connected || !s.Paused || s.WatchdogRefreshes != refreshes {
-		t.Errorf("after the watchdog: %+v (%d refreshes before the hang)", s, refreshes)
+	if s.Moving || s.Connected || !s.Paused {
+		t.Errorf("after the watchdog: %+v", s)
 	}
 	// On the robot's clock, to the microsecond ConnectionWatchdog's six
-	// decimals carry: the expiry came the watchdog after the last refresh,
-	// and the simulator did not act on it early.
+	// decimals carry: the expiry came the watchdog after the last refresh
+	// (so none came after it), and the simulator did not act on it early.
 	e, _ := rig.robot.LastWatchdogExpiry()
 	if d := e.Expired - e.Refreshed; d < watchdog-time.Microsecond || d > watchdog+time.Microsecond || e.Noticed < e.Expired {
 		t.Errorf("watchdog expiry %+v: %v after the last refresh on the robot's clock, want %v", e, d, watchdog)
