@@ -102,11 +102,15 @@ type Service struct {
 	GOMAXPROCS int `toml:"gomaxprocs"`
 }
 
+// threadsLocker is a plant whose devices run locked threads of their own
+// (the Emio's real-time camera thread).
+type threadsLocker interface{ lockedThreads() int }
+
 // Procs returns the GOMAXPROCS to run cfg's links with, on a machine of
 // cpus CPUs whose runtime chose current, with built-in partners when
 // partners: [service] gomaxprocs, or with 0 the CPUs plus one per locked
-// thread (each link's loop, and each real-time partner's receive thread), at
-// least current. A locked thread blocked in a system call keeps its P, so
+// thread (each link's loop, each real-time partner's receive thread, each
+// real-time camera thread), at least current. A locked thread blocked in a system call keeps its P, so
 // fewer Ps than the CPUs plus those threads starve the other goroutines:
 // 16 links at 1 kHz on 2 CPUs timed out on a third of their ticks with 2 Ps
 // and kept their lateness with 18 (README "Many links in one process"), and
@@ -119,6 +123,9 @@ func (c *Config) Procs(cpus, current int, partners bool) (n int, warning string)
 		locked++
 		if partners && partnerPriority(c.Links[i].Loop.Priority) > 0 {
 			locked++
+		}
+		if tl, ok := c.Links[i].Plant.(threadsLocker); ok {
+			locked += tl.lockedThreads()
 		}
 	}
 	need := cpus + locked

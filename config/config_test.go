@@ -396,6 +396,11 @@ func TestLeadAndSpin(t *testing.T) {
 func TestProcs(t *testing.T) {
 	c := &Config{Links: make([]Link, 3)}
 	c.Links[0].Loop.Priority, c.Links[1].Loop.Priority = 80, 1 // the third not real-time: its partner is on the netpoller
+	// A real-time camera thread counts; one at the normal priority, or no
+	// camera, does not.
+	c.Links[0].Plant = &EmioPlant{Camera: CameraTable{Kind: "sim", Priority: 70}}
+	c.Links[1].Plant = &EmioPlant{Camera: CameraTable{Kind: "sim"}}
+	c.Links[2].Plant = &EmioPlant{Camera: CameraTable{Kind: "none", Priority: 70}}
 	for _, tc := range []struct {
 		set, cpus, current int
 		partners           bool
@@ -403,14 +408,14 @@ func TestProcs(t *testing.T) {
 		warns              bool
 		need               int
 	}{
-		{0, 2, 2, false, 5, false, 5},
-		{0, 2, 2, true, 7, false, 7},
-		{0, 2, 8, false, 8, false, 5},
-		{0, 2, 8, true, 8, false, 7},
-		{4, 2, 2, false, 4, true, 5},
-		{5, 2, 2, false, 5, false, 5},
-		{5, 2, 2, true, 5, true, 7},
-		{32, 2, 2, true, 32, false, 7},
+		{0, 2, 2, false, 6, false, 6},
+		{0, 2, 2, true, 8, false, 8},
+		{0, 2, 9, false, 9, false, 6},
+		{0, 2, 9, true, 9, false, 8},
+		{5, 2, 2, false, 5, true, 6},
+		{6, 2, 2, false, 6, false, 6},
+		{6, 2, 2, true, 6, true, 8},
+		{32, 2, 2, true, 32, false, 8},
 	} {
 		c.Service.GOMAXPROCS = tc.set
 		n, w := c.Procs(tc.cpus, tc.current, tc.partners)

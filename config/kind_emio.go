@@ -104,6 +104,16 @@ type CameraTable struct {
 // Kind implements Plant.
 func (p *EmioPlant) Kind() string { return "emio" }
 
+// lockedThreads implements threadsLocker: a camera tracking at a real-time
+// priority runs on a locked thread of its own, which keeps its P while it
+// waits for a frame.
+func (p *EmioPlant) lockedThreads() int {
+	if p.Camera.Kind != "" && p.Camera.Kind != "none" && p.Camera.Priority > 0 {
+		return 1
+	}
+	return 0
+}
+
 // emioMaxServos bounds plant.ids: one Dynamixel bus of an Emio-shaped arm.
 const emioMaxServos = 16
 

@@ -409,3 +409,26 @@ func FuzzParseSchedstat(f *testing.F) {
 		}
 	})
 }
+
+// The observer's cost per tick while keeping records: on time (getcpu and
+// the schedstat read) and late (the record too, up to 100 000 kept).
+func BenchmarkLinkTimingKeepLate(b *testing.B) {
+	clock := realtime.NewClock()
+	for _, late := range []bool{false, true} {
+		name := "on time"
+		lateness := int64(10 * usNs)
+		if late {
+			name, lateness = "late", 900*usNs
+		}
+		b.Run(name, func(b *testing.B) {
+			lt := NewLinkTiming(clock, time.Millisecond)
+			lt.KeepLate(500*time.Microsecond, 100_000, clock.Now(), time.Hour, time.Second)
+			lt.sendIsWake = true
+			b.ReportAllocs()
+			for b.Loop() {
+				lt.ObserveTick(lateness, 5*usNs)
+			}
+			lt.stalls.release()
+		})
+	}
+}
