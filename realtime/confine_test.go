@@ -81,6 +81,25 @@ func TestConfine(t *testing.T) {
 	}
 }
 
+func TestAllowedCPUsBut(t *testing.T) {
+	allowed, err := AllowedCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AllowedCPUsBut(MaxCPUs); !errors.Is(err, ErrConfine) {
+		t.Errorf("a CPU not allowed: %v, want ErrConfine", err)
+	}
+	rest, err := AllowedCPUsBut(allowed[0])
+	switch {
+	case len(allowed) == 1:
+		if !errors.Is(err, ErrConfine) {
+			t.Errorf("the only CPU: %v, %v; want ErrConfine", rest, err)
+		}
+	case err != nil || !slices.Equal(rest, allowed[1:]):
+		t.Errorf("AllowedCPUsBut(%d) = %v, %v; want %v", allowed[0], rest, err, allowed[1:])
+	}
+}
+
 func TestConfineRefuses(t *testing.T) {
 	for _, cpus := range [][]int{nil, {-1}, {MaxCPUs}} {
 		if err := Confine(cpus); !errors.Is(err, ErrConfine) {

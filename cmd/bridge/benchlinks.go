@@ -62,7 +62,7 @@ func benchLinks(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	var confine []int
 	if *cpu >= 0 {
-		if confine, err = otherCPUs(*cpu); err != nil {
+		if confine, err = realtime.AllowedCPUsBut(*cpu); err != nil {
 			return fmt.Errorf("bridge bench links: -cpu %d: %w", *cpu, err)
 		}
 	}
@@ -146,29 +146,4 @@ func runLinks(ctx context.Context, n int, rate float64, priority, cpu int, dma b
 		})
 	}
 	return loopbench.RunLinks(ctx, lc, links)
-}
-
-// otherCPUs returns the CPUs this process may run on but cpu, for the
-// threads that are not a link's: at least one must remain.
-func otherCPUs(cpu int) ([]int, error) {
-	allowed, err := realtime.AllowedCPUs()
-	if err != nil {
-		return nil, err
-	}
-	var rest []int
-	found := false
-	for _, c := range allowed {
-		if c == cpu {
-			found = true
-		} else {
-			rest = append(rest, c)
-		}
-	}
-	switch {
-	case !found:
-		return nil, fmt.Errorf("not one of the CPUs this process may use (%v)", allowed)
-	case len(rest) == 0:
-		return nil, fmt.Errorf("the only CPU this process may use: the other threads need one more")
-	}
-	return rest, nil
 }
