@@ -116,6 +116,11 @@ type Config struct {
 	// that SCHED_FIFO priority (below the loop's); 0 = a goroutine at the
 	// normal priority. Not permitted: a warning, and the normal priority.
 	Priority int
+	// Pin, with Priority, pins that thread to CPU (its loop's, so that the
+	// link's real-time threads share the CPUs the process's others are
+	// kept off).
+	Pin bool
+	CPU int
 	// OnFrame, if set, sees every tracked frame on the camera goroutine
 	// (saving frames for offline analysis). It must not keep f or r.
 	OnFrame func(f *Frame, r *tracker.Result)
@@ -191,6 +196,8 @@ func New(cfg Config) (*Camera, error) {
 		return nil, fmt.Errorf("%w: no clock", ErrConfig)
 	case cfg.Priority < 0 || cfg.Priority > realtime.MaxPriority:
 		return nil, fmt.Errorf("%w: priority %d (want 0 for the normal one or 1..%d)", ErrConfig, cfg.Priority, realtime.MaxPriority)
+	case cfg.Pin && (cfg.CPU < 0 || cfg.CPU >= realtime.MaxCPUs):
+		return nil, fmt.Errorf("%w: CPU %d (want 0..%d)", ErrConfig, cfg.CPU, realtime.MaxCPUs-1)
 	case cfg.StallAfter < 0:
 		return nil, fmt.Errorf("%w: stall_after %v (want ≥ 0)", ErrConfig, cfg.StallAfter)
 	}
@@ -232,6 +239,15 @@ func (c *Camera) Serve(ctx context.Context) error {
 		c.lack.Store(&lack)
 	}
 	return err
+}
+
+// pinned is the CPU of the camera's thread for realtime.ThreadConfig, -1
+// for none.
+func (c *Camera) pinned() int {
+	if c.cfg.Pin {
+		return c.cfg.CPU
+	}
+	return -1
 }
 
 // Lacks of the marker vector (Lack).
@@ -332,7 +348,7 @@ func (c *Camera) serve(ctx context.Context) error {
 	// ordinary work makes stale ticks. The thread dies with its goroutine,
 	// which never unlocks it.
 	return realtime.RunLocked(ctx, nil, func() error {
-		th, warns := realtime.SetupThread(realtime.ThreadConfig{Priority: c.cfg.Priority, CPU: -1})
+		th, warns := realtime.SetupThread(realtime.ThreadConfig{Priority: c.cfg.Priority, CPU: c.pinned()})
 		if len(warns) > 0 && !c.warned {
 			c.warned = true
 			for _, w := range warns {

@@ -13,6 +13,7 @@ import (
 	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/realsense/tracker"
 	"github.com/labbridge/bridge/realtime"
+	"golang.org/x/sys/unix"
 )
 
 const testW, testH = 640, 480
@@ -364,8 +365,29 @@ func TestCameraPriority(t *testing.T) {
 		NbMarkers: 1, Clock: clock, Priority: 120}); !errors.Is(err, ErrConfig) {
 		t.Fatalf("priority 120: %v, want ErrConfig", err)
 	}
+	if _, err := New(Config{Name: "t", Source: &fakeSource{clock: clock, period: time.Millisecond}, Tracker: newTracker,
+		NbMarkers: 1, Clock: clock, Priority: 10, Pin: true, CPU: -1}); !errors.Is(err, ErrConfig) {
+		t.Fatalf("pinned to CPU -1: %v, want ErrConfig", err)
+	}
+	// Pinned with its loop: every frame is tracked on that CPU alone.
+	allowed, err := realtime.AllowedCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := allowed[len(allowed)-1]
+	var mu sync.Mutex
+	var sets []unix.CPUSet
 	c, err := New(Config{Name: "t", Source: &fakeSource{clock: clock, period: 2 * time.Millisecond}, Tracker: newTracker,
-		NbMarkers: 1, Clock: clock, Priority: 10})
+		NbMarkers: 1, Clock: clock, Priority: 10, Pin: true, CPU: cpu,
+		OnFrame: func(*Frame, *tracker.Result) {
+			var set unix.CPUSet
+			if err := unix.SchedGetaffinity(0, &set); err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			sets = append(sets, set)
+			mu.Unlock()
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,5 +398,15 @@ func TestCameraPriority(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sets) == 0 {
+		t.Fatal("no frame reached OnFrame")
+	}
+	for i, set := range sets {
+		if set.Count() != 1 || !set.IsSet(cpu) {
+			t.Fatalf("frame %d tracked on a thread allowed %d CPUs (CPU %d: %v), want CPU %d alone", i, set.Count(), cpu, set.IsSet(cpu), cpu)
+		}
 	}
 }

@@ -104,6 +104,23 @@ type CameraTable struct {
 // Kind implements Plant.
 func (p *EmioPlant) Kind() string { return "emio" }
 
+// cameraPriority is the SCHED_FIFO priority of a camera's thread: the
+// configured one, raised to its loop's when the loop is pinned to a CPU (the
+// thread is then pinned with it). Below the loop's on one CPU, a loop that
+// spins in the Go runtime waiting for the camera's thread, which it
+// preempted there, would spin until the kernel's real-time throttling
+// stopped it, as a loop did with a partner one priority below
+// (partnerPriority, docs/realtime.md §17); unpinned, the kernel moves a
+// preempted real-time thread to another CPU instead. The camera's thread
+// then delays a tick that falls while it tracks; with clock = "camera" the
+// ticks follow the tracking anyway.
+func cameraPriority(camera int, loop LoopTable) int {
+	if camera > 0 && loop.CPU != nil && *loop.CPU >= 0 {
+		return max(camera, loop.Priority)
+	}
+	return camera
+}
+
 // lockedThreads implements threadsLocker: a camera tracking at a real-time
 // priority runs on a locked thread of its own, which keeps its P while it
 // waits for a frame.
@@ -469,7 +486,8 @@ func (p *EmioPlant) camera(b *builder, ps *parts, servos *dxlsim.Bus, ids []byte
 		}
 	}
 	ccfg := camera.Config{
-		Name: b.link.Name, Source: src, NbMarkers: *p.NbMarkers, Clock: clock, Priority: c.Priority,
+		Name: b.link.Name, Source: src, NbMarkers: *p.NbMarkers, Clock: clock,
+		Priority: cameraPriority(c.Priority, b.link.Loop), Pin: *b.link.Loop.CPU >= 0, CPU: *b.link.Loop.CPU,
 		Tracker: camera.TrackerFor(camera.TrackerSettings{
 			Files: files, Side: side, Sort: sortBy, NbMarkers: *p.NbMarkers,
 			DepthMin: uint16(*c.DepthMin), DepthMax: uint16(*c.DepthMax),

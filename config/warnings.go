@@ -13,9 +13,10 @@ import (
 // a link that re-handshakes after a pause of its partner shorter than a
 // host's scheduling hiccup; a loop left at normal priority because the
 // file did not set one; and a real-time loop that spins most of its
-// period, which the kernel's real-time throttling stops for 50 ms a second.
+// period, which the kernel's real-time throttling stops for 50 ms a second;
+// and a loop that shares its CPU with another link's camera thread.
 func (c *Config) Warnings() []string {
-	var out []string
+	out := c.cameraCPUWarnings()
 	for i := range c.Links {
 		l := &c.Links[i]
 		if w := l.timeoutWarning(linkKey(i, l.Name)); w != "" {
@@ -118,4 +119,29 @@ func (l *Link) timeoutWarning(link string) string {
 	need := (minPause + period - 1) / period
 	return fmt.Sprintf("%s: udp.max_timeouts = %d at rate_hz = %s re-handshakes when the partner pauses %v (%d periods of %v): a host's scheduling hiccup costs a re-handshake; set udp.max_timeouts = %d or more to ride out a pause of %v",
 		link, l.UDP.MaxTimeouts, show(l.RateHz), pause, l.UDP.MaxTimeouts, period, need, minPause)
+}
+
+// cameraCPUWarnings says when a loop is pinned to the CPU of another link's
+// real-time camera thread: pinned, that thread runs at its loop's priority
+// (cameraPriority), so a frame's tracking, not preempted, delays the other
+// loop's ticks. Measured with bridge sim on 2 CPUs, every loop on one: the
+// Meca500 link at 1 kHz went from 48 µs to 1.1–1.2 ms of send lateness at
+// p99 (docs/realtime.md §17).
+func (c *Config) cameraCPUWarnings() []string {
+	var out []string
+	for i := range c.Links {
+		cam := &c.Links[i]
+		p, ok := cam.Plant.(*EmioPlant)
+		if !ok || p.lockedThreads() == 0 || cam.Loop.CPU == nil || *cam.Loop.CPU < 0 {
+			continue
+		}
+		for j := range c.Links {
+			l := &c.Links[j]
+			if j != i && l.Loop.CPU != nil && *l.Loop.CPU == *cam.Loop.CPU {
+				out = append(out, fmt.Sprintf("%s: its loop shares CPU %d with %s, whose camera tracks frames there at the loop's real-time priority (about 0.5–2 ms a frame, not preempted): its ticks wait for that; give one of the two loops another CPU (loop.cpu)",
+					linkKey(j, l.Name), *l.Loop.CPU, linkKey(i, cam.Name)))
+			}
+		}
+	}
+	return out
 }

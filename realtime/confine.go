@@ -28,20 +28,22 @@ func AllowedCPUs() ([]int, error) {
 	return cpus, nil
 }
 
-// AllowedCPUsBut returns the CPUs the calling thread may run on but cpu:
-// where a process keeps its other threads when its real-time ones take cpu.
-// It fails if cpu is not one of them or none would remain.
-func AllowedCPUsBut(cpu int) ([]int, error) {
+// AllowedCPUsBut returns the CPUs the calling thread may run on but cpus:
+// where a process keeps its other threads when its real-time ones take
+// cpus. It fails if one of cpus is not among them or none would remain.
+func AllowedCPUsBut(cpus ...int) ([]int, error) {
 	allowed, err := AllowedCPUs()
 	if err != nil {
 		return nil, err
 	}
-	rest := slices.DeleteFunc(slices.Clone(allowed), func(c int) bool { return c == cpu })
-	switch {
-	case len(rest) == len(allowed):
-		return nil, fmt.Errorf("%w: CPU %d is not one of the CPUs this process may use (%v)", ErrConfine, cpu, allowed)
-	case len(rest) == 0:
-		return nil, fmt.Errorf("%w: CPU %d is the only CPU this process may use: its other threads need one more", ErrConfine, cpu)
+	for _, c := range cpus {
+		if !slices.Contains(allowed, c) {
+			return nil, fmt.Errorf("%w: CPU %d is not one of the CPUs this process may use (%v)", ErrConfine, c, allowed)
+		}
+	}
+	rest := slices.DeleteFunc(slices.Clone(allowed), func(c int) bool { return slices.Contains(cpus, c) })
+	if len(rest) == 0 {
+		return nil, fmt.Errorf("%w: CPUs %v are all the CPUs this process may use: its other threads need one more", ErrConfine, cpus)
 	}
 	return rest, nil
 }

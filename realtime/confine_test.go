@@ -98,6 +98,17 @@ func TestAllowedCPUsBut(t *testing.T) {
 	case err != nil || !slices.Equal(rest, allowed[1:]):
 		t.Errorf("AllowedCPUsBut(%d) = %v, %v; want %v", allowed[0], rest, err, allowed[1:])
 	}
+	// Every CPU taken leaves none for the other threads; several CPUs, one
+	// repeated, leave the rest.
+	if rest, err := AllowedCPUsBut(allowed...); !errors.Is(err, ErrConfine) {
+		t.Errorf("AllowedCPUsBut(all of %v) = %v, %v; want ErrConfine", allowed, rest, err)
+	}
+	if len(allowed) >= 3 {
+		rest, err := AllowedCPUsBut(allowed[1], allowed[0], allowed[1])
+		if err != nil || !slices.Equal(rest, allowed[2:]) {
+			t.Errorf("AllowedCPUsBut(%d, %d, %d) = %v, %v; want %v", allowed[1], allowed[0], allowed[1], rest, err, allowed[2:])
+		}
+	}
 }
 
 func TestConfineRefuses(t *testing.T) {

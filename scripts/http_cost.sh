@@ -8,7 +8,9 @@
 # link, the send lateness p99 and max of that minute and the phase's
 # timeouts, overruns and re-handshakes (counter deltas), and the load's
 # answers. Run it from the repository's root, as root for SCHED_FIFO;
-# BRIDGE=path runs that binary instead of building one.
+# BRIDGE=path runs that binary instead of building one; PIN=CPU pins every
+# link's loop to that CPU ([link.loop] cpu), which keeps the process's other
+# threads off it.
 set -eu
 phase=${1:-65}
 clients=${2:-500}
@@ -16,10 +18,11 @@ meca=${3:-1000}
 rounds=${4:-1}
 out=$(mktemp -d)
 if [ -n "${BRIDGE:-}" ]; then cp "$BRIDGE" "$out/bridge"; else go build -o "$out/bridge" ./cmd/bridge; fi
-awk -v hz="$meca" '
+awk -v hz="$meca" -v pin="${PIN:-}" '
 	/^name = "meca500"/ { m = 1 }
 	m && /^rate_hz/ { $0 = "rate_hz = " hz; m = 0 }
 	/^monitoring_interval/ && hz > 100 { $0 = "monitoring_interval = \"1ms\"" }
+	/^cpu = -1/ && pin != "" { $0 = "cpu = " pin }
 	{ print }' bridge.toml >"$out/cfg.toml"
 ulimit -n 4096 2>/dev/null || true
 "$out/bridge" sim -config "$out/cfg.toml" -ephemeral -metrics 127.0.0.1:0 >"$out/sim.log" 2>&1 &

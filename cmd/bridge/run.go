@@ -169,6 +169,11 @@ func wire(cfg *config.Config, from string, env config.Env, metricsAddr string) (
 	if warning != "" {
 		env.Logger.Warn(warning)
 	}
+	if cpus, warning := cfg.ConfineOthers(); warning != "" {
+		env.Logger.Warn(warning)
+	} else if cpus != nil {
+		env.Logger.Info("threads other than the pinned loops' run on CPUs", "cpus", cpus)
+	}
 	states := newStateClock()
 	a := &app{logger: env.Logger, sup: bridge.NewSupervisor(bridge.SupervisorConfig{Logger: env.Logger, OnEvent: states.onEvent})}
 	reg := metrics.NewRegistry()
