@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"runtime"
 	"slices"
@@ -181,6 +182,10 @@ type LinksConfig struct {
 	// CPUs for the run (realtime.Confine); the threads get the process's
 	// CPUs back after it.
 	Confine []int
+	// Alongside are served with the partners for each run, by name: the
+	// work a bridge does besides its loops (its HTTP server), so that its
+	// cost to the loops can be measured and attributed.
+	Alongside map[string]bridge.Service
 }
 
 // StallConfig is the stall attribution of a links run: every tick later
@@ -262,7 +267,7 @@ func RunLinks(ctx context.Context, cfg LinksConfig, links []BenchLink) (LinksRun
 	defer cancel()
 	var warns []error
 	if cfg.Model == ModelThread {
-		err = runThreads(runCtx, logger, links)
+		err = runThreads(runCtx, cfg, logger, links)
 	} else {
 		warns, err = runScheduler(runCtx, ctx, cfg, logger, links)
 	}
@@ -297,8 +302,11 @@ func (c LinksConfig) procs(links []BenchLink) int {
 }
 
 // runThreads serves every link as bridge run does: its own loop and thread.
-func runThreads(ctx context.Context, logger *slog.Logger, links []BenchLink) error {
+func runThreads(ctx context.Context, cfg LinksConfig, logger *slog.Logger, links []BenchLink) error {
 	sup := bridge.NewSupervisor(bridge.SupervisorConfig{Logger: logger})
+	if err := cfg.addAlongside(sup); err != nil {
+		return err
+	}
 	for _, b := range links {
 		b.Timing.sendIsWake = false
 		if err := sup.AddLink(b.Link, nil, b.Deps...); err != nil {
@@ -316,6 +324,17 @@ func runThreads(ctx context.Context, logger *slog.Logger, links []BenchLink) err
 	return nil
 }
 
+// addAlongside adds the services of Alongside to sup, in the order of
+// their names.
+func (c LinksConfig) addAlongside(sup *bridge.Supervisor) error {
+	for _, name := range slices.Sorted(maps.Keys(c.Alongside)) {
+		if err := sup.Add(name, c.Alongside[name]); err != nil {
+			return fmt.Errorf("loopbench: %w", err)
+		}
+	}
+	return nil
+}
+
 // runScheduler ticks every link from one Scheduler until runCtx is done,
 // while a supervisor serves the links' dependencies and the partners; those
 // stop only after the last tick and the halts, as the supervisor orders
@@ -329,6 +348,9 @@ func runScheduler(runCtx, ctx context.Context, cfg LinksConfig, logger *slog.Log
 		return nil, err
 	}
 	sup := bridge.NewSupervisor(bridge.SupervisorConfig{Logger: logger})
+	if err := cfg.addAlongside(sup); err != nil {
+		return nil, err
+	}
 	for i, b := range links {
 		b.Timing.sendIsWake = true
 		var phase time.Duration

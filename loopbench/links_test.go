@@ -155,9 +155,14 @@ func TestRunLinks(t *testing.T) {
 				links = append(links, BenchLink{Link: l, Deps: []bridge.Part{{Name: "dep", Service: dep}}, Timing: timing, Replies: NewReplies()})
 			}
 			procs := runtime.GOMAXPROCS(0)
-			run, err := RunLinks(context.Background(), LinksConfig{Model: model, Duration: 300 * time.Millisecond, Stagger: true, GOMAXPROCS: AutoGOMAXPROCS}, links)
+			alongside := &stubService{}
+			run, err := RunLinks(context.Background(), LinksConfig{Model: model, Duration: 300 * time.Millisecond, Stagger: true, GOMAXPROCS: AutoGOMAXPROCS,
+				Alongside: map[string]bridge.Service{"http": alongside}}, links)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if alongside.served.Load() != 1 || alongside.stopped.Load() != 1 {
+				t.Errorf("the service alongside: served %d, stopped %d; want 1 and 1", alongside.served.Load(), alongside.stopped.Load())
 			}
 			loops := map[Model]int{ModelThread: 3, ModelScheduler: 1}[model]
 			if run.GOMAXPROCS != runtime.NumCPU()+loops || runtime.GOMAXPROCS(0) != procs {

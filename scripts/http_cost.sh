@@ -10,7 +10,8 @@
 # answers. Run it from the repository's root, as root for SCHED_FIFO;
 # BRIDGE=path runs that binary instead of building one; PIN=CPU pins every
 # link's loop to that CPU ([link.loop] cpu), which keeps the process's other
-# threads off it.
+# threads off it; VREP2=1 adds a second V-REP link. CLIENTS = 0 runs quiet
+# phases only, ROUNDS of them: a soak, a minute each.
 set -eu
 phase=${1:-65}
 clients=${2:-500}
@@ -24,6 +25,11 @@ awk -v hz="$meca" -v pin="${PIN:-}" '
 	/^monitoring_interval/ && hz > 100 { $0 = "monitoring_interval = \"1ms\"" }
 	/^cpu = -1/ && pin != "" { $0 = "cpu = " pin }
 	{ print }' bridge.toml >"$out/cfg.toml"
+if [ -n "${VREP2:-}" ]; then # a second V-REP link, as the soak of docs/realtime.md §17
+	sed -n '/^name = "vrep"/,$p' bridge.toml |
+		sed 's/^name = "vrep"/name = "vrep2"/; s/:25020"/:25030"/; s/:9092"/:9093"/; s/:25021"/:25031"/; s/^cpu = -1/cpu = '"${PIN:--1}"'/' |
+		{ echo; echo '[[link]]'; cat; } >>"$out/cfg.toml"
+fi
 ulimit -n 4096 2>/dev/null || true
 "$out/bridge" sim -config "$out/cfg.toml" -ephemeral -metrics 127.0.0.1:0 >"$out/sim.log" 2>&1 &
 sim=$!
@@ -39,7 +45,8 @@ counters() {
 	curl -s "http://$addr/metrics" | awk '
 		/^bridge_link_status_total\{/ && /status="TIMEOUT"/ { match($0, /link="[^"]*"/); print substr($0, RSTART+6, RLENGTH-7), "timeouts", $2 }
 		/^bridge_loop_overruns_total\{/ { match($0, /link="[^"]*"/); print substr($0, RSTART+6, RLENGTH-7), "overruns", $2 }
-		/^bridge_link_status_total\{/ && /status="RECONNECTED"/ { match($0, /link="[^"]*"/); print substr($0, RSTART+6, RLENGTH-7), "handshakes", $2 }'
+		/^bridge_link_status_total\{/ && /status="RECONNECTED"/ { match($0, /link="[^"]*"/); print substr($0, RSTART+6, RLENGTH-7), "handshakes", $2 }
+		/^go_gc_duration_seconds_count/ { print "process", "gcs", $2 }'
 }
 read_phase() { # name before-file
 	counters >"$out/after"
@@ -50,13 +57,15 @@ read_phase() { # name before-file
 		/^bridge_loop_lateness_quantile_seconds\{.*quantile="0.99"/ { match($0, /link="[^"]*"/); l = substr($0, RSTART+6, RLENGTH-7); p99[l] = $2 }
 		/^bridge_loop_lateness_max_seconds\{/ { match($0, /link="[^"]*"/); l = substr($0, RSTART+6, RLENGTH-7); mx[l] = $2 }
 		END { for (l in p99) printf "%-6s %-8s p99 %8.1f µs  max %9.1f µs  timeouts %6d  overruns %6d  re-handshakes %4d\n",
-			ph, l, p99[l]*1e6, mx[l]*1e6, d[l " timeouts"], d[l " overruns"], d[l " handshakes"] }' | sort -k2
+			ph, l, p99[l]*1e6, mx[l]*1e6, d[l " timeouts"], d[l " overruns"], d[l " handshakes"]
+			printf "%-6s GC cycles %d\n", ph, d["process gcs"] }' | sort -k2
 }
 sleep 5
 for _ in $(seq "$rounds"); do
 	counters >"$out/before"
 	sleep "$phase"
 	read_phase quiet "$out/before"
+	[ "$clients" -eq 0 ] && continue
 	counters >"$out/before"
 	python3 scripts/http_load.py "$addr" "$clients" "$phase" >"$out/load.txt" 2>&1 &
 	ld=$!

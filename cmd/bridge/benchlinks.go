@@ -8,8 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/labbridge/bridge/bridge"
 	"github.com/labbridge/bridge/config"
 	"github.com/labbridge/bridge/loopbench"
+	"github.com/labbridge/bridge/metrics"
 	"github.com/labbridge/bridge/realtime"
 )
 
@@ -22,7 +24,7 @@ const maxBenchLinks = 256
 // one thread model; with a list of counts, one run per count in order, so
 // that the ratios to the smallest come from one invocation.
 func benchLinks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench links", "bench links [-links N[,N…]] [-rate HZ] [-duration D] [-model thread|scheduler] [-priority P] [-gomaxprocs auto|N] [-cpu N] [-stagger] [-dma-latency] [-threshold D] [-cyclictest] [-records FILE] [-trace FILE] [-json]", stderr)
+	fs := newFlagSet("bench links", "bench links [-links N[,N…]] [-rate HZ] [-duration D] [-model thread|scheduler] [-priority P] [-gomaxprocs auto|N] [-cpu N] [-stagger] [-dma-latency] [-threshold D] [-cyclictest] [-records FILE] [-trace FILE] [-http ADDR] [-json]", stderr)
 	countsFlag := fs.String("links", "1,4,16", "how many links, or a list of counts run one after the other (ratios are to the smallest)")
 	rate := fs.Float64("rate", 1000, "tick rate of every link (Hz)")
 	duration := fs.Duration("duration", 10*time.Second, "how long each run lasts")
@@ -37,6 +39,7 @@ func benchLinks(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	withCT := fs.Bool("cyclictest", true, "run cyclictest concurrently (same priority, period and CPUs) to tell the machine's stalls from ours")
 	records := fs.String("records", "", "write every late tick to this CSV file")
 	tracePath := fs.String("trace", "", "write a runtime/trace of each run to this file (with several counts, one file each: FILE-linksN)")
+	httpAddr := fs.String("http", "", "serve /metrics, /healthz and / here during each run, as bridge run's metrics server does, so that HTTP load can be put on the links (scripts/http_load.py)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -67,10 +70,20 @@ func benchLinks(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 	logger := config.Service{LogLevel: "warn", LogFormat: "text"}.Logger(stderr, false)
+	var alongside map[string]bridge.Service
+	if *httpAddr != "" {
+		srv, err := metrics.Listen(*httpAddr, metrics.NewRegistry(), nil, logger)
+		if err != nil {
+			return fmt.Errorf("bridge bench links: -http: %w", err)
+		}
+		defer srv.Close()
+		fmt.Fprintf(stderr, "bench links: serving http://%v/ during each run\n", srv.Addr())
+		alongside = map[string]bridge.Service{"http": srv}
+	}
 	var runs []loopbench.LinksRun
 	for _, n := range counts {
 		run, err := runLinks(ctx, n, *rate, *priority, *cpu, *dma, loopbench.LinksConfig{
-			Model: model, Duration: *duration, Stagger: *stagger, GOMAXPROCS: procs, Logger: logger, Confine: confine,
+			Model: model, Duration: *duration, Stagger: *stagger, GOMAXPROCS: procs, Logger: logger, Confine: confine, Alongside: alongside,
 			Stalls:    loopbench.StallConfig{Threshold: *threshold, Cyclictest: *withCT},
 			TracePath: loopbench.RunFile(*tracePath, n, len(counts)),
 		})

@@ -41,11 +41,16 @@ func TestBenchLinksShort(t *testing.T) {
 	}
 }
 
-// A list of counts runs one after the other, with ratios to the smallest.
+// A list of counts runs one after the other, with ratios to the smallest;
+// -http serves the metrics server alongside (loopbench's TestRunLinks
+// checks that it is served for each run).
 func TestBenchLinksList(t *testing.T) {
-	code, out, stderr := runCLI(t, "bench", "links", "-links", "1,2", "-rate", "200", "-duration", "300ms", "-priority", "0", "-model", "scheduler")
+	code, out, stderr := runCLI(t, "bench", "links", "-links", "1,2", "-rate", "200", "-duration", "300ms", "-priority", "0", "-model", "scheduler", "-http", "127.0.0.1:0")
 	if code != 0 {
 		t.Fatalf("%d %s %s", code, out, stderr)
+	}
+	if !strings.Contains(stderr, "serving http://127.0.0.1:") {
+		t.Errorf("-http: no address in %q", stderr)
 	}
 	if strings.Count(out, "\nsummary  links ") != 2 || !strings.Contains(out, "x links 1)") || !strings.Contains(out, "model scheduler") {
 		t.Errorf("output:\n%s", out)
