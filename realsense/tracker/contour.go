@@ -36,15 +36,18 @@ type Blob struct {
 // OpenCV's order. Its buffers are allocated once by NewContours; it is not
 // safe for concurrent use.
 type Contours struct {
-	w, h   int
-	shift  uint       // log2 of stride, the bits per padded row (≥ w+2, ≥ 64)
-	fg     []byte     // (h+2) padded rows of stride bits: 1 foreground, 0 background
-	marks  []byte     // the marks of the pixels of fg byte i: bytes 2i (marked) and 2i+1 (markRight)
-	pts    []Point    // vertices of all contours of the last Find
-	starts []int32    // start of each contour's vertices, in raster order, plus the end
-	sums   [][3]int64 // twice the signed area, 6·m10 and 6·m01 of each contour, in raster order
-	n      int        // contours of the last Find
-	exact  int        // contours of at most this many vertices have exact integer sums
+	w, h  int
+	shift uint   // log2 of stride, the bits per padded row (≥ w+2, ≥ 64)
+	fg    []byte // (h+2) padded rows of stride bits: 1 foreground, 0 background
+	marks []byte // the marks of the pixels of fg byte i: bytes 2i (marked) and 2i+1 (markRight)
+	// rowBits holds one row's mask bits for Threshold.Plane before they are
+	// shifted into their plane row: stride bits.
+	rowBits []byte
+	pts     []Point    // vertices of all contours of the last Find
+	starts  []int32    // start of each contour's vertices, in raster order, plus the end
+	sums    [][3]int64 // twice the signed area, 6·m10 and 6·m01 of each contour, in raster order
+	n       int        // contours of the last Find
+	exact   int        // contours of at most this many vertices have exact integer sums
 	// first is firstDir of neighbourTables; next is its nextDir indexed by
 	// the direction the tracer came in (prevS<<9 | key), with the bit index
 	// step of the new direction above the byte: one load for the tracer's
@@ -83,12 +86,13 @@ func NewContours(w, h, maxPoints int) (*Contours, error) {
 	size := (h+2)<<shift/8 + planeSlack
 	c := &Contours{
 		w: w, h: h, shift: shift,
-		fg:     make([]byte, size),
-		marks:  make([]byte, 2*size),
-		pts:    make([]Point, 0, maxPoints),
-		starts: make([]int32, 0, maxContours+1),
-		sums:   make([][3]int64, 0, maxContours),
-		exact:  exact,
+		fg:      make([]byte, size),
+		marks:   make([]byte, 2*size),
+		rowBits: make([]byte, 1<<shift/8),
+		pts:     make([]Point, 0, maxPoints),
+		starts:  make([]int32, 0, maxContours+1),
+		sums:    make([][3]int64, 0, maxContours),
+		exact:   exact,
 	}
 	stride := 1 << shift
 	deltas := [8]int{1, -stride + 1, -stride, -stride - 1, -1, stride - 1, stride, stride + 1}

@@ -3,6 +3,7 @@ package tracker
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 )
 
 // Range holds inclusive HSV bounds, as the lower and upper arrays given to
@@ -106,20 +107,51 @@ const lutWords = 1 << 24 / 64
 // NewThreshold, once per parameter set. A Threshold is read-only after
 // construction and safe for concurrent use.
 type Threshold struct {
-	r   Range
-	lut [lutWords]uint64 // bit c&63 of word c>>6, c = r<<16 | g<<8 | b
+	r Range
+	// grey says that band holds masks for Plane's low-saturation test: no
+	// colour of the table has its three bytes in one aligned band of
+	// 1<<bandShift values, so a group of eight pixels that all do needs no
+	// lookup. band[i] keeps the high bits of the bytes of colour word i
+	// that pair a pixel's B with its G and its G with its R.
+	grey      bool
+	bandShift uint
+	band      [3]uint64
+	lut       [lutWords]uint64 // bit c&63 of word c>>6, c = r<<16 | g<<8 | b
 }
+
+// Byte i of colour word j (of the three holding eight BGR pixels) is byte
+// 8j+i of the group; these mark the bytes whose next byte belongs to the
+// same pixel (a B before its G, a G before its R).
+const (
+	samePixel0 = 0xFFFF00FFFF00FFFF // bytes 0, 1, 3, 4, 6, 7
+	samePixel1 = 0xFF00FFFF00FFFF00 // bytes 9, 10, 12, 13, 15
+	samePixel2 = 0x00FFFF00FFFF00FF // bytes 16, 18, 19, 21, 22
+)
 
 // NewThreshold builds the colour table of r with the conversion c.
 func NewThreshold(c *HSV, r Range) *Threshold {
 	t := &Threshold{r: r}
+	// The smallest band shift at which some colour of the table has its
+	// three bytes in one band: 9 when the table is empty.
+	sameAt := 9
 	// Indexed by a pixel's three bytes read as a little-endian number, so
 	// that Mask takes them straight from word loads.
 	for col := 0; col < 1<<24; col++ {
 		h, s, v := c.pixel(int32(col&255), int32(col>>8&255), int32(col>>16))
 		if r.Contains(h, s, v) {
 			t.lut[col>>6] |= 1 << (col & 63)
+			d := col ^ col>>8 // B^G, G^R
+			sameAt = min(sameAt, bits.Len8(uint8(d|d>>8)))
 		}
+	}
+	// A range with a saturation floor holds no grey: the widest band none
+	// of its colours fits in lets Plane skip the lookups of greyish
+	// backgrounds. A range that holds some exact grey (sameAt 0) gets none.
+	if sameAt > 0 {
+		t.grey = true
+		t.bandShift = uint(sameAt - 1)
+		hi := uint64(0xFF<<t.bandShift&0xFF) * 0x0101010101010101
+		t.band = [3]uint64{hi & samePixel0, hi & samePixel1, hi & samePixel2}
 	}
 	return t
 }
@@ -210,10 +242,12 @@ func depthLanes(v, over, under uint64) uint64 {
 }
 
 // Plane writes the same mask as Mask into c's foreground plane, one bit per
-// pixel, so that c.FindPlane needs no byte mask: eight pixels a step, whose
-// eight depths are tested in two words, and whose colours are looked up only
-// when one of those depths is in range (on a camera frame, the part beyond
-// the depth range is large and contiguous).
+// pixel, so that c.FindPlane needs no byte mask. A row takes two passes over
+// groups of eight pixels: the first tests their eight depths in two words
+// and, when one is in range, whether the group is greyish (see
+// NewThreshold); the second looks up the colours of the groups left. Each
+// pass keeps its few values in registers, and on a camera frame most groups
+// are either beyond the depth range or background.
 func (t *Threshold) Plane(c *Contours, bgr []byte, depth []uint16, lo, hi uint16) error {
 	w, h := c.w, c.h
 	n := w * h
@@ -233,65 +267,89 @@ func (t *Threshold) Plane(c *Contours, bgr []byte, depth []uint16, lo, hi uint16
 	}
 	// The lane form needs hi below 2^15 (32 m); beyond, every pixel takes
 	// the per-pixel test.
-	lanes := hi <= 0x7FFF
+	groups := 0
+	if hi <= 0x7FFF {
+		groups = w / 8
+	}
 	over := (0x7FFF - uint64(hi)&0x7FFF) * lane1
 	under := (0x8000 - uint64(lo)) * lane1
-	span := hi - lo
+	// Without a band test the masks make every group take its lookups.
+	band := t.band
+	if !t.grey {
+		band = [3]uint64{^uint64(0), ^uint64(0), ^uint64(0)}
+	}
+	bits := c.rowBits
 	for y := range h {
-		t.planeRow(fg[(y+1)*rb:(y+2)*rb], bgr[3*y*w:3*(y+1)*w], depth[y*w:(y+1)*w], lanes, over, under, lo, span)
+		src := bgr[3*y*w : 3*(y+1)*w]
+		dep := depth[y*w : (y+1)*w]
+		g := bits[:groups]
+		inRangeGroups(g, src, dep, over, under, &band)
+		t.lookupGroups(g, src)
+		clear(bits[groups:])
+		for x := 8 * groups; x < w; x++ {
+			p := src[3*x : 3*x+3 : 3*x+3]
+			bits[x>>3] |= byte(t.bit(dep[x], lo, hi-lo, uint32(p[0])|uint32(p[1])<<8|uint32(p[2])<<16) << (x & 7))
+		}
+		// Pixel x is bit x+1 of its plane row: the frame first.
+		row := fg[(y+1)*rb : (y+2)*rb]
+		var carry uint64
+		for j := 0; j+8 <= len(row); j += 8 {
+			v := binary.LittleEndian.Uint64(bits[j:])
+			binary.LittleEndian.PutUint64(row[j:], v<<1|carry)
+			carry = v >> 63
+		}
 	}
 	return nil
 }
 
-// planeRow is Plane on one row of w = len(dep) pixels: src holds their 3·w
-// colour bytes and row is their padded plane row. A function of its own, so
-// that the loop's values stay in registers.
-func (t *Threshold) planeRow(row, src []byte, dep []uint16, lanes bool, over, under uint64, lo, span uint16) {
-	w := len(dep)
-	src = src[:3*w]
-	lut := &t.lut
-	var carry uint64 // the bit shifted out of the previous word: the frame first
-	j := 0
-	x := 0
-	for x < w {
-		var v uint64
-		k := 0
-		for ; lanes && k < 64 && x+8 <= w; k += 8 {
-			d := dep[x : x+8 : x+8]
-			d0 := depthLanes(uint64(d[0])|uint64(d[1])<<16|uint64(d[2])<<32|uint64(d[3])<<48, over, under)
-			d1 := depthLanes(uint64(d[4])|uint64(d[5])<<16|uint64(d[6])<<32|uint64(d[7])<<48, over, under)
-			if d0|d1 != 0 {
-				p := src[3*x : 3*x+24 : 3*x+24]
-				w0 := binary.LittleEndian.Uint64(p[0:])
-				w1 := binary.LittleEndian.Uint64(p[8:])
-				w2 := binary.LittleEndian.Uint64(p[16:])
-				// Pixel i's colour is bits 24i… of the 24 bytes: its table
-				// word is the colour >> 6, its bit the colour & 63.
-				g := lut[w0>>6&(lutWords-1)]>>(w0&63)&1 |
-					lut[w0>>30&(lutWords-1)]>>(w0>>24&63)&1<<1 |
-					lut[(w0>>54|w1<<10)&(lutWords-1)]>>(w0>>48&63)&1<<2 |
-					lut[w1>>14&(lutWords-1)]>>(w1>>8&63)&1<<3 |
-					lut[w1>>38&(lutWords-1)]>>(w1>>32&63)&1<<4 |
-					lut[(w1>>62|w2<<2)&(lutWords-1)]>>(w1>>56&63)&1<<5 |
-					lut[w2>>22&(lutWords-1)]>>(w2>>16&63)&1<<6 |
-					lut[w2>>46&(lutWords-1)]>>(w2>>40&63)&1<<7
-				g &= lanes4(d0) | lanes4(d1)<<4
-				v |= g << k
+// inRangeGroups is Plane's first pass over one row: g[i] gets the in-range
+// bits of the depths of pixels 8i…8i+7 (pixel 8i+j in bit j), or 0 when
+// their colours all lie in single bands, which no colour of the table does.
+func inRangeGroups(g, src []byte, dep []uint16, over, under uint64, band *[3]uint64) {
+	b0, b1, b2 := band[0], band[1], band[2]
+	for i := range g {
+		d := dep[8*i : 8*i+8 : 8*i+8]
+		d0 := depthLanes(uint64(d[0])|uint64(d[1])<<16|uint64(d[2])<<32|uint64(d[3])<<48, over, under)
+		d1 := depthLanes(uint64(d[4])|uint64(d[5])<<16|uint64(d[6])<<32|uint64(d[7])<<48, over, under)
+		var m uint64
+		if d0|d1 != 0 {
+			p := src[24*i : 24*i+24 : 24*i+24]
+			w0 := binary.LittleEndian.Uint64(p[0:])
+			w1 := binary.LittleEndian.Uint64(p[8:])
+			w2 := binary.LittleEndian.Uint64(p[16:])
+			// Byte k of each XOR compares byte k of the group with byte
+			// k+1; the masks keep the pairs within a pixel.
+			if (w0^(w0>>8|w1<<56))&b0|(w1^(w1>>8|w2<<56))&b1|(w2^w2>>8)&b2 != 0 {
+				m = lanes4(d0) | lanes4(d1)<<4
 			}
-			x += 8
 		}
-		for ; k < 64 && x < w; k++ {
-			p := src[3*x : 3*x+3 : 3*x+3]
-			v |= t.bit(dep[x], lo, span, uint32(p[0])|uint32(p[1])<<8|uint32(p[2])<<16) << k
-			x++
-		}
-		binary.LittleEndian.PutUint64(row[8*j:], v<<1|carry)
-		carry = v >> 63
-		j++
+		g[i] = byte(m)
 	}
-	for ; 8*j < len(row); j++ {
-		binary.LittleEndian.PutUint64(row[8*j:], carry)
-		carry = 0
+}
+
+// lookupGroups is Plane's second pass: each non-zero g[i] is narrowed to the
+// pixels of its group whose colour is in the table.
+func (t *Threshold) lookupGroups(g, src []byte) {
+	lut := &t.lut
+	for i, m := range g {
+		if m == 0 {
+			continue
+		}
+		p := src[24*i : 24*i+24 : 24*i+24]
+		w0 := binary.LittleEndian.Uint64(p[0:])
+		w1 := binary.LittleEndian.Uint64(p[8:])
+		w2 := binary.LittleEndian.Uint64(p[16:])
+		// Pixel j's colour is bits 24j… of the 24 bytes: its table word is
+		// the colour >> 6, its bit the colour & 63.
+		v := lut[w0>>6&(lutWords-1)]>>(w0&63)&1 |
+			lut[w0>>30&(lutWords-1)]>>(w0>>24&63)&1<<1 |
+			lut[(w0>>54|w1<<10)&(lutWords-1)]>>(w0>>48&63)&1<<2 |
+			lut[w1>>14&(lutWords-1)]>>(w1>>8&63)&1<<3 |
+			lut[w1>>38&(lutWords-1)]>>(w1>>32&63)&1<<4 |
+			lut[(w1>>62|w2<<2)&(lutWords-1)]>>(w1>>56&63)&1<<5 |
+			lut[w2>>22&(lutWords-1)]>>(w2>>16&63)&1<<6 |
+			lut[w2>>46&(lutWords-1)]>>(w2>>40&63)&1<<7
+		g[i] = m & byte(v)
 	}
 }
 

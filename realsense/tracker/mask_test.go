@@ -260,3 +260,101 @@ func TestPlaneMatchesMask(t *testing.T) {
 		}
 	}
 }
+
+// greyRanges are ranges with and without a saturation floor: the band test
+// of Plane is on for some, off for those that hold an exact grey, and the
+// empty range skips every group.
+func greyRanges() []Range {
+	return []Range{
+		DefaultRange(),
+		{Lower: [3]uint8{20, 40, 30}, Upper: [3]uint8{100, 255, 255}},
+		{Lower: [3]uint8{0, 1, 0}, Upper: [3]uint8{179, 255, 255}},
+		{Lower: [3]uint8{170, 200, 200}, Upper: [3]uint8{10, 255, 255}}, // hue wraps: empty
+		{Lower: [3]uint8{0, 0, 0}, Upper: [3]uint8{179, 255, 255}},     // every colour
+		{Lower: [3]uint8{0, 0, 100}, Upper: [3]uint8{179, 30, 120}},    // greys only
+	}
+}
+
+// TestThresholdBands checks NewThreshold's band test against its table: when
+// the test is on, no colour of the table has its three bytes in one band of
+// 1<<bandShift values, and a range holding an exact grey has it off.
+func TestThresholdBands(t *testing.T) {
+	hsv := NewHSV()
+	step := 1
+	if raceEnabled {
+		step = 97
+	}
+	for _, r := range greyRanges() {
+		thr := NewThreshold(hsv, r)
+		grey := false
+		for col := 0; col < 1<<24; col += step {
+			if thr.lut[col>>6]>>(col&63)&1 == 0 {
+				continue
+			}
+			b, g, rd := col&255, col>>8&255, col>>16
+			if b == g && g == rd {
+				grey = true
+			}
+			if s := thr.bandShift; thr.grey && b>>s == g>>s && g>>s == rd>>s {
+				t.Fatalf("%v: colour %#06x lies in one band of %d, yet the band test is on", r, col, 1<<s)
+			}
+		}
+		if grey && thr.grey {
+			t.Errorf("%v holds a grey, yet the band test is on", r)
+		}
+		t.Logf("%v: band test %v, band %d", r, thr.grey, 1<<thr.bandShift)
+	}
+	if thr := NewThreshold(hsv, DefaultRange()); !thr.grey || thr.bandShift != 5 {
+		t.Errorf("default range: band test %v, shift %d, want on with bands of 32", thr.grey, thr.bandShift)
+	}
+}
+
+// TestPlaneGreyish checks Plane against Mask on greyish images, where the
+// band test decides most groups: levels across band boundaries, small
+// channel spreads, single saturated pixels among grey ones, every range of
+// greyRanges.
+func TestPlaneGreyish(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	hsv := NewHSV()
+	const w, h = 203, 40
+	bgr := make([]byte, 3*w*h)
+	depth := make([]uint16, w*h)
+	want := make([]byte, w*h)
+	c, err := NewContours(w, h, 4*w*h+4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := NewContours(w, h, 4*w*h+4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range greyRanges() {
+		thr := NewThreshold(hsv, r)
+		for round := range 20 {
+			spread := 1 + round%8*5
+			for y := range h {
+				level := rng.IntN(256)
+				for x := range w {
+					i := y*w + x
+					for ch := range 3 {
+						bgr[3*i+ch] = byte(max(0, min(255, level+rng.IntN(2*spread+1)-spread)))
+					}
+					if rng.IntN(50) == 0 {
+						bgr[3*i+1] = byte(rng.IntN(256))
+					}
+					depth[i] = uint16(rng.IntN(1100))
+				}
+			}
+			if err := thr.Mask(want, bgr, depth, w, h, BridgeDepthMin, BridgeDepthMax); err != nil {
+				t.Fatal(err)
+			}
+			if err := thr.Plane(c, bgr, depth, BridgeDepthMin, BridgeDepthMax); err != nil {
+				t.Fatal(err)
+			}
+			ref.pack(want)
+			if !slices.Equal(c.fg, ref.fg) {
+				t.Fatalf("%v, spread %d: Plane's plane differs from the packed mask", r, spread)
+			}
+		}
+	}
+}
