@@ -270,8 +270,8 @@ func greyRanges() []Range {
 		{Lower: [3]uint8{20, 40, 30}, Upper: [3]uint8{100, 255, 255}},
 		{Lower: [3]uint8{0, 1, 0}, Upper: [3]uint8{179, 255, 255}},
 		{Lower: [3]uint8{170, 200, 200}, Upper: [3]uint8{10, 255, 255}}, // hue wraps: empty
-		{Lower: [3]uint8{0, 0, 0}, Upper: [3]uint8{179, 255, 255}},     // every colour
-		{Lower: [3]uint8{0, 0, 100}, Upper: [3]uint8{179, 30, 120}},    // greys only
+		{Lower: [3]uint8{0, 0, 0}, Upper: [3]uint8{179, 255, 255}},      // every colour
+		{Lower: [3]uint8{0, 0, 100}, Upper: [3]uint8{179, 30, 120}},     // greys only
 	}
 }
 
