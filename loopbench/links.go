@@ -186,6 +186,10 @@ type LinksConfig struct {
 	// work a bridge does besides its loops (its HTTP server), so that its
 	// cost to the loops can be measured and attributed.
 	Alongside map[string]bridge.Service
+	// GC is applied for the run and restored after (the zero value changes
+	// nothing): the policy of bridge run, realtime.DefaultGC, to measure
+	// what it runs with.
+	GC realtime.GC
 }
 
 // StallConfig is the stall attribution of a links run: every tick later
@@ -243,6 +247,7 @@ func RunLinks(ctx context.Context, cfg LinksConfig, links []BenchLink) (LinksRun
 		prev := runtime.GOMAXPROCS(procs)
 		defer runtime.GOMAXPROCS(prev)
 	}
+	defer cfg.GC.Apply()()
 	if len(cfg.Confine) > 0 {
 		allowed, err := realtime.AllowedCPUs()
 		if err != nil {

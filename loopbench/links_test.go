@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -122,10 +124,16 @@ func (stubExchanger) Exchange(_, cmd []float64, _ int64) simulink.Status {
 func (stubExchanger) Synced() bool { return true }
 
 // stubService is a dependency that records that it ran until stopped.
-type stubService struct{ served, stopped atomic.Int32 }
+type stubService struct {
+	served, stopped atomic.Int32
+	gcPercent       atomic.Int32 // the GC percent while served
+}
 
 func (s *stubService) Serve(ctx context.Context) error {
 	s.served.Add(1)
+	p := debug.SetGCPercent(-1)
+	debug.SetGCPercent(p)
+	s.gcPercent.Store(int32(p))
 	<-ctx.Done()
 	s.stopped.Add(1)
 	return nil
@@ -156,13 +164,24 @@ func TestRunLinks(t *testing.T) {
 			}
 			procs := runtime.GOMAXPROCS(0)
 			alongside := &stubService{}
+			t.Setenv("GOGC", "")
+			if err := os.Unsetenv("GOGC"); err != nil {
+				t.Fatal(err)
+			}
+			gcBefore := debug.SetGCPercent(-1)
+			debug.SetGCPercent(gcBefore)
 			run, err := RunLinks(context.Background(), LinksConfig{Model: model, Duration: 300 * time.Millisecond, Stagger: true, GOMAXPROCS: AutoGOMAXPROCS,
-				Alongside: map[string]bridge.Service{"http": alongside}}, links)
+				Alongside: map[string]bridge.Service{"http": alongside}, GC: realtime.GC{Percent: gcBefore + 555}}, links)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if alongside.served.Load() != 1 || alongside.stopped.Load() != 1 {
 				t.Errorf("the service alongside: served %d, stopped %d; want 1 and 1", alongside.served.Load(), alongside.stopped.Load())
+			}
+			gcAfter := debug.SetGCPercent(-1)
+			debug.SetGCPercent(gcAfter)
+			if got := alongside.gcPercent.Load(); got != int32(gcBefore+555) || gcAfter != gcBefore {
+				t.Errorf("GC percent %d during the run, %d after it; want %d and %d", got, gcAfter, gcBefore+555, gcBefore)
 			}
 			loops := map[Model]int{ModelThread: 3, ModelScheduler: 1}[model]
 			if run.GOMAXPROCS != runtime.NumCPU()+loops || runtime.GOMAXPROCS(0) != procs {

@@ -83,7 +83,7 @@ func benchLinks(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var runs []loopbench.LinksRun
 	for _, n := range counts {
 		run, err := runLinks(ctx, n, *rate, *priority, *cpu, *dma, loopbench.LinksConfig{
-			Model: model, Duration: *duration, Stagger: *stagger, GOMAXPROCS: procs, Logger: logger, Confine: confine, Alongside: alongside,
+			Model: model, Duration: *duration, Stagger: *stagger, GOMAXPROCS: procs, Logger: logger, Confine: confine, Alongside: alongside, GC: realtime.DefaultGC(),
 			Stalls:    loopbench.StallConfig{Threshold: *threshold, Cyclictest: *withCT},
 			TracePath: loopbench.RunFile(*tracePath, n, len(counts)),
 		})

@@ -166,6 +166,7 @@ func wire(cfg *config.Config, from string, env config.Env, metricsAddr string) (
 	}
 	procs, warning := cfg.Procs(runtime.NumCPU(), runtime.GOMAXPROCS(0), env.Partner)
 	runtime.GOMAXPROCS(procs)
+	realtime.DefaultGC().Apply() // for the process's life
 	if warning != "" {
 		env.Logger.Warn(warning)
 	}
