@@ -236,3 +236,25 @@ func TestFrameMask(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPlane is the threshold as Process runs it without an opening:
+// Threshold.Plane into the contour plane, on each scene.
+func BenchmarkPlane(b *testing.B) {
+	cfg := frameConfig()
+	thr := NewThreshold(NewHSV(), cfg.Params.Range())
+	c, err := NewContours(BenchWidth, BenchHeight, 4*BenchWidth*BenchHeight+4)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, name := range frameScenes {
+		bgr, depth := genFrame(name)
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := thr.Plane(c, bgr, depth, cfg.DepthMin, cfg.DepthMax); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

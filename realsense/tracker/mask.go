@@ -230,24 +230,27 @@ const (
 	lane1  = 0x0001000100010001
 )
 
-// depthLanes returns bit 15 of each 16-bit lane of v set when that depth
-// lies within the range whose constants are over = (0x7FFF−hi) and
+// outLanes returns bit 15 of each 16-bit lane of v set when that depth lies
+// outside the range whose constants are over = (0x7FFF−hi) and
 // under = (0x8000−lo) in every lane (hi ≤ 0x7FFF): a lane's low 15 bits plus
-// either constant stays within the lane, so no carry crosses lanes.
-func depthLanes(v, over, under uint64) uint64 {
+// either constant stays within the lane, so no carry crosses lanes. lo0 says
+// that lo is 0 (the bridge's range), where no depth lies below.
+func outLanes(v, over, under uint64, lo0 bool) uint64 {
 	a := v & lane15
-	above := (a + over) | v // bit 15: d > hi
-	atLeast := (a + under) | v
-	return atLeast &^ above & laneH
+	out := (a + over) | v // bit 15: d > hi
+	if !lo0 {
+		out |= ^((a + under) | v) // d < lo
+	}
+	return out
 }
 
 // Plane writes the same mask as Mask into c's foreground plane, one bit per
-// pixel, so that c.FindPlane needs no byte mask. A row takes two passes over
-// groups of eight pixels: the first tests their eight depths in two words
-// and, when one is in range, whether the group is greyish (see
-// NewThreshold); the second looks up the colours of the groups left. Each
-// pass keeps its few values in registers, and on a camera frame most groups
-// are either beyond the depth range or background.
+// pixel, so that c.FindPlane needs no byte mask. It takes a row eight pixels
+// at a time: their eight depths in two words, whether they are all greyish
+// (see NewThreshold), and only then their eight table bits. Each row takes
+// the depth and the band test in the order that rejected more groups on the
+// row above: a camera frame is spatially coherent, and the tests cost about
+// the same.
 func (t *Threshold) Plane(c *Contours, bgr []byte, depth []uint16, lo, hi uint16) error {
 	w, h := c.w, c.h
 	n := w * h
@@ -273,19 +276,26 @@ func (t *Threshold) Plane(c *Contours, bgr []byte, depth []uint16, lo, hi uint16
 	}
 	over := (0x7FFF - uint64(hi)&0x7FFF) * lane1
 	under := (0x8000 - uint64(lo)) * lane1
-	// Without a band test the masks make every group take its lookups.
-	band := t.band
+	band := &t.band
 	if !t.grey {
-		band = [3]uint64{^uint64(0), ^uint64(0), ^uint64(0)}
+		band = nil
 	}
 	bits := c.rowBits
+	depthFirst := true // on the first row
+	lo0 := lo == 0
 	for y := range h {
 		src := bgr[3*y*w : 3*(y+1)*w]
 		dep := depth[y*w : (y+1)*w]
-		g := bits[:groups]
-		inRangeGroups(g, src, dep, over, under, &band)
-		t.lookupGroups(g, src)
 		clear(bits[groups:])
+		var r1, r2 int
+		if depthFirst {
+			r1, r2 = t.rowDepthFirst(bits[:groups], src[:24*groups], dep[:8*groups], over, under, lo0, band)
+		} else {
+			r1, r2 = t.rowBandFirst(bits[:groups], src[:24*groups], dep[:8*groups], over, under, lo0, band)
+		}
+		if r2 > r1 {
+			depthFirst = !depthFirst
+		}
 		for x := 8 * groups; x < w; x++ {
 			p := src[3*x : 3*x+3 : 3*x+3]
 			bits[x>>3] |= byte(t.bit(dep[x], lo, hi-lo, uint32(p[0])|uint32(p[1])<<8|uint32(p[2])<<16) << (x & 7))
@@ -302,60 +312,98 @@ func (t *Threshold) Plane(c *Contours, bgr []byte, depth []uint16, lo, hi uint16
 	return nil
 }
 
-// inRangeGroups is Plane's first pass over one row: g[i] gets the in-range
-// bits of the depths of pixels 8i…8i+7 (pixel 8i+j in bit j), or 0 when
-// their colours all lie in single bands, which no colour of the table does.
-func inRangeGroups(g, src []byte, dep []uint16, over, under uint64, band *[3]uint64) {
-	b0, b1, b2 := band[0], band[1], band[2]
+// rowDepthFirst writes into g[i] the mask bits of pixels 8i…8i+7 of a row
+// (pixel 8i+k in bit k), testing their depths first, then whether they are
+// greyish, then looking up their colours. It returns how many groups the
+// depth test rejected and how many the band test did.
+func (t *Threshold) rowDepthFirst(g, src []byte, dep []uint16, over, under uint64, lo0 bool, band *[3]uint64) (depthOut, grey int) {
 	for i := range g {
+		// depth8, written out: it runs on every group.
 		d := dep[8*i : 8*i+8 : 8*i+8]
-		d0 := depthLanes(uint64(d[0])|uint64(d[1])<<16|uint64(d[2])<<32|uint64(d[3])<<48, over, under)
-		d1 := depthLanes(uint64(d[4])|uint64(d[5])<<16|uint64(d[6])<<32|uint64(d[7])<<48, over, under)
-		var m uint64
-		if d0|d1 != 0 {
-			p := src[24*i : 24*i+24 : 24*i+24]
-			w0 := binary.LittleEndian.Uint64(p[0:])
-			w1 := binary.LittleEndian.Uint64(p[8:])
-			w2 := binary.LittleEndian.Uint64(p[16:])
-			// Byte k of each XOR compares byte k of the group with byte
-			// k+1; the masks keep the pairs within a pixel.
-			if (w0^(w0>>8|w1<<56))&b0|(w1^(w1>>8|w2<<56))&b1|(w2^w2>>8)&b2 != 0 {
-				m = lanes4(d0) | lanes4(d1)<<4
-			}
-		}
-		g[i] = byte(m)
-	}
-}
-
-// lookupGroups is Plane's second pass: each non-zero g[i] is narrowed to the
-// pixels of its group whose colour is in the table.
-func (t *Threshold) lookupGroups(g, src []byte) {
-	lut := &t.lut
-	for i, m := range g {
+		v0 := uint64(d[0]) | uint64(d[1])<<16 | uint64(d[2])<<32 | uint64(d[3])<<48
+		v1 := uint64(d[4]) | uint64(d[5])<<16 | uint64(d[6])<<32 | uint64(d[7])<<48
+		m := ^gather8(outLanes(v0, over, under, lo0), outLanes(v1, over, under, lo0))
 		if m == 0 {
+			depthOut++
+			g[i] = 0
 			continue
 		}
 		p := src[24*i : 24*i+24 : 24*i+24]
 		w0 := binary.LittleEndian.Uint64(p[0:])
 		w1 := binary.LittleEndian.Uint64(p[8:])
 		w2 := binary.LittleEndian.Uint64(p[16:])
-		// Pixel j's colour is bits 24j… of the 24 bytes: its table word is
-		// the colour >> 6, its bit the colour & 63.
-		v := lut[w0>>6&(lutWords-1)]>>(w0&63)&1 |
-			lut[w0>>30&(lutWords-1)]>>(w0>>24&63)&1<<1 |
-			lut[(w0>>54|w1<<10)&(lutWords-1)]>>(w0>>48&63)&1<<2 |
-			lut[w1>>14&(lutWords-1)]>>(w1>>8&63)&1<<3 |
-			lut[w1>>38&(lutWords-1)]>>(w1>>32&63)&1<<4 |
-			lut[(w1>>62|w2<<2)&(lutWords-1)]>>(w1>>56&63)&1<<5 |
-			lut[w2>>22&(lutWords-1)]>>(w2>>16&63)&1<<6 |
-			lut[w2>>46&(lutWords-1)]>>(w2>>40&63)&1<<7
-		g[i] = m & byte(v)
+		if greyish(w0, w1, w2, band) {
+			grey++
+			g[i] = 0
+			continue
+		}
+		g[i] = m & t.lookup8(w0, w1, w2)
 	}
+	return depthOut, grey
 }
 
-// lanes4 gathers bit 15 of the four 16-bit lanes of x into bits 0–3: the
-// multiplier moves lane i's bit to bit 45+i, and no two of its partial
-// products meet.
-func lanes4(x uint64) uint64 {
-	return (x >> 15) * (1<<45 | 1<<30 | 1<<15 | 1) >> 45 & 0xF
+// rowBandFirst is rowDepthFirst with the band test first. It returns how
+// many groups the band test rejected and how many the depth test did.
+func (t *Threshold) rowBandFirst(g, src []byte, dep []uint16, over, under uint64, lo0 bool, band *[3]uint64) (grey, depthOut int) {
+	// The rest of the group in calls: the loop of greyish groups keeps its
+	// few values in registers.
+	for i := range g {
+		p := src[24*i : 24*i+24 : 24*i+24]
+		w0 := binary.LittleEndian.Uint64(p[0:])
+		w1 := binary.LittleEndian.Uint64(p[8:])
+		w2 := binary.LittleEndian.Uint64(p[16:])
+		if greyish(w0, w1, w2, band) {
+			grey++
+			g[i] = 0
+			continue
+		}
+		m := depth8(dep[8*i:8*i+8:8*i+8], over, under, lo0)
+		if m == 0 {
+			depthOut++
+			g[i] = 0
+			continue
+		}
+		g[i] = m & t.lookup8(w0, w1, w2)
+	}
+	return grey, depthOut
+}
+
+// greyish reports whether the eight pixels of the colour words w0, w1, w2
+// all have their bytes in single bands (see NewThreshold): byte k of each
+// XOR compares byte k of the group with byte k+1, and the masks keep the
+// pairs within a pixel. A nil band (a table with a grey) makes it false.
+func greyish(w0, w1, w2 uint64, band *[3]uint64) bool {
+	return band != nil && (w0^(w0>>8|w1<<56))&band[0]|(w1^(w1>>8|w2<<56))&band[1]|(w2^w2>>8)&band[2] == 0
+}
+
+// depth8 returns the in-range bits of eight depths (depth k in bit k), with
+// the constants of outLanes.
+func depth8(d []uint16, over, under uint64, lo0 bool) byte {
+	v0 := uint64(d[0]) | uint64(d[1])<<16 | uint64(d[2])<<32 | uint64(d[3])<<48
+	v1 := uint64(d[4]) | uint64(d[5])<<16 | uint64(d[6])<<32 | uint64(d[7])<<48
+	return ^gather8(outLanes(v0, over, under, lo0), outLanes(v1, over, under, lo0))
+}
+
+// lookup8 returns the table bits of the eight colours of the 24 bytes w0,
+// w1, w2 (colour k in bit k): colour k is bits 24k… of the bytes, its table
+// word the colour >> 6, its bit the colour & 63.
+func (t *Threshold) lookup8(w0, w1, w2 uint64) byte {
+	lut := &t.lut
+	return byte(lut[w0>>6&(lutWords-1)]>>(w0&63)&1 |
+		lut[w0>>30&(lutWords-1)]>>(w0>>24&63)&1<<1 |
+		lut[(w0>>54|w1<<10)&(lutWords-1)]>>(w0>>48&63)&1<<2 |
+		lut[w1>>14&(lutWords-1)]>>(w1>>8&63)&1<<3 |
+		lut[w1>>38&(lutWords-1)]>>(w1>>32&63)&1<<4 |
+		lut[(w1>>62|w2<<2)&(lutWords-1)]>>(w1>>56&63)&1<<5 |
+		lut[w2>>22&(lutWords-1)]>>(w2>>16&63)&1<<6 |
+		lut[w2>>46&(lutWords-1)]>>(w2>>40&63)&1<<7)
+}
+
+// gather8 gathers bit 15 of the four 16-bit lanes of a into bits 0–3 and
+// those of b into bits 4–7: the multiplier moves bit 16i and bit 16i+4 of
+// their merge to bits 45+i and 49+i, and no two of its partial products
+// meet below.
+func gather8(a, b uint64) byte {
+	x := a>>15&lane1 | b>>11&(lane1<<4)
+	return byte(x * (1<<45 | 1<<30 | 1<<15 | 1) >> 45)
 }

@@ -172,24 +172,52 @@ func TestMaskAllocs(t *testing.T) {
 }
 
 // TestDepthLanes checks the four-lane depth test against d ∈ [lo, hi] for
-// every depth and bounds around the lane form's limits.
+// every depth and bounds around the lane form's limits, with and without
+// the lo = 0 shortcut, and depth8's gathering of the lanes of two words.
 func TestDepthLanes(t *testing.T) {
 	for _, b := range [][2]uint16{{0, 1000}, {2, 1000}, {0, 0}, {1, 1}, {300, 301}, {0, 0x7FFF}, {0x7FFF, 0x7FFF}, {0x7FFE, 0x7FFF}, {1000, 0x7FFF}} {
 		lo, hi := b[0], b[1]
 		over := (0x7FFF - uint64(hi)) * lane1
 		under := (0x8000 - uint64(lo)) * lane1
-		for d := range 1 << 16 {
-			// d in lane 1, its neighbours' worst cases around it.
-			for _, other := range []uint64{0, 0xFFFF, uint64(lo), uint64(hi)} {
-				v := other | uint64(d)<<16 | other<<32 | uint64(d)<<48
-				got := depthLanes(v, over, under)
-				want := uint16(d) >= lo && uint16(d) <= hi
-				if (got>>31&1 == 1) != want || (got>>63&1 == 1) != want {
-					t.Fatalf("depth %d in [%d, %d]: lanes %#x, want %v", d, lo, hi, got, want)
+		in := func(d uint64) bool { return uint16(d) >= lo && uint16(d) <= hi }
+		for _, lo0 := range []bool{false, lo == 0} {
+			for d := range 1 << 16 {
+				// d in lanes 1 and 3, their neighbours' worst cases around
+				// them.
+				for _, other := range []uint64{0, 0xFFFF, uint64(lo), uint64(hi)} {
+					v := other | uint64(d)<<16 | other<<32 | uint64(d)<<48
+					got := outLanes(v, over, under, lo0)
+					if (got>>31&1 == 0) != in(uint64(d)) || (got>>63&1 == 0) != in(uint64(d)) {
+						t.Fatalf("depth %d in [%d, %d] (lo0 %v): lanes %#x", d, lo, hi, lo0, got)
+					}
+					if (got>>15&1 == 0) != in(other) {
+						t.Fatalf("depth %d beside %d in [%d, %d] (lo0 %v): lanes %#x", other, d, lo, hi, lo0, got)
+					}
 				}
-				if (got>>15&1 == 1) != (uint16(other) >= lo && uint16(other) <= hi) {
-					t.Fatalf("depth %d beside %d in [%d, %d]: lanes %#x", other, d, lo, hi, got)
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	var d [8]uint16
+	for range 100000 {
+		for k := range d {
+			d[k] = uint16(rng.UintN(1 << 16))
+			if rng.UintN(2) == 0 {
+				d[k] = uint16(rng.UintN(1200))
+			}
+		}
+		for _, b := range [][2]uint16{{0, 1000}, {300, 700}} {
+			lo, hi := b[0], b[1]
+			over := (0x7FFF - uint64(hi)) * lane1
+			under := (0x8000 - uint64(lo)) * lane1
+			var want byte
+			for k, v := range d {
+				if v >= lo && v <= hi {
+					want |= 1 << k
 				}
+			}
+			if got := depth8(d[:], over, under, lo == 0); got != want {
+				t.Fatalf("depths %v in [%d, %d]: bits %08b, want %08b", d, lo, hi, got, want)
 			}
 		}
 	}
@@ -331,9 +359,15 @@ func TestPlaneGreyish(t *testing.T) {
 	for _, r := range greyRanges() {
 		thr := NewThreshold(hsv, r)
 		for round := range 20 {
-			spread := 1 + round%8*5
+			spread := round % 8 * 5 // 0: exact greys
 			for y := range h {
 				level := rng.IntN(256)
+				switch y % 8 {
+				case 0, 1: // black, white: bytes no shift tells from the frame
+					level = 255 * (y % 8)
+				case 2:
+					level = 110 // within the greys-only range
+				}
 				for x := range w {
 					i := y*w + x
 					for ch := range 3 {
