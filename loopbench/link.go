@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/labbridge/bridge/latency"
+	"github.com/labbridge/bridge/realtime"
 	"github.com/labbridge/bridge/simulink"
 )
 
@@ -15,13 +16,37 @@ import (
 type Replies struct {
 	h    *latency.Histogram
 	late uint64
+	// When each TIMEOUT was decided, once KeepTimeouts armed it: the stall
+	// watch attributes them (AttributeTimeout).
+	clock      *realtime.Clock
+	timeouts   []int64
+	tosDropped uint64
 }
 
 // NewReplies returns an empty recorder.
 func NewReplies() *Replies { return &Replies{h: latency.New()} }
 
-// Exchanged implements simulink.Observer.
-func (r *Replies) Exchanged(simulink.Status) {}
+// KeepTimeouts records the instant of each of the next capacity TIMEOUTs on
+// clock; beyond that they are only counted. Call it before the run.
+func (r *Replies) KeepTimeouts(clock *realtime.Clock, capacity int) {
+	r.clock, r.timeouts, r.tosDropped = clock, make([]int64, 0, capacity), 0
+}
+
+// Timeouts returns the instants KeepTimeouts kept and how many did not fit.
+func (r *Replies) Timeouts() ([]int64, uint64) { return r.timeouts, r.tosDropped }
+
+// Exchanged implements simulink.Observer: a TIMEOUT's instant is kept when
+// asked, in the room made before the run.
+func (r *Replies) Exchanged(st simulink.Status) {
+	if st != simulink.Timeout || r.clock == nil {
+		return
+	}
+	if len(r.timeouts) < cap(r.timeouts) {
+		r.timeouts = append(r.timeouts, r.clock.Now())
+	} else {
+		r.tosDropped++
+	}
+}
 
 // Reply implements simulink.Observer.
 func (r *Replies) Reply(ns int64, late bool) {

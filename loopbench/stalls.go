@@ -324,6 +324,81 @@ func Attribute(r LateTick, spikes []Spike, maxSpike, period int64) (Attribution,
 	return AttrShort, best, share
 }
 
+// TimeoutCause is what was late in the receive window of a TIMEOUT.
+type TimeoutCause string
+
+// Timeout causes.
+const (
+	// TimeoutMachine: cyclictest was late over at least half of the window
+	// (on any CPU: the partner's thread may run on either).
+	TimeoutMachine TimeoutCause = "machine"
+	// TimeoutLateTick: the link's own tick was late (over the threshold)
+	// within the window, which then closed early or began late.
+	TimeoutLateTick TimeoutCause = "its late tick"
+	// TimeoutPartner: neither: the machine and the loop were on time, and
+	// the partner did not answer within the window.
+	TimeoutPartner TimeoutCause = "the partner"
+	// TimeoutUnknown: cyclictest did not run.
+	TimeoutUnknown TimeoutCause = "unknown (no cyclictest)"
+)
+
+// AttributeTimeout decides what was late in the window of a TIMEOUT decided
+// at at: the window is the period before it (at 1 kHz the receive window
+// closes at the next deadline). late are the link's late ticks in the order
+// of their planned wake-ups, longest their largest lateness; spikes and
+// maxSpike as for Attribute, nil spikes when cyclictest did not run.
+func AttributeTimeout(at, period int64, spikes []Spike, maxSpike int64, late []LateTick, longest int64, watched bool) TimeoutCause {
+	from := at - period
+	// A late tick of the link's own whose stall overlaps the window.
+	i, _ := slices.BinarySearchFunc(late, at+1, func(r LateTick, t int64) int { return cmpInt64(r.Planned, t) })
+	for i--; i >= 0 && late[i].Planned >= from-longest-period; i-- {
+		if late[i].End() >= from {
+			return TimeoutLateTick
+		}
+	}
+	if !watched {
+		return TimeoutUnknown
+	}
+	window := LateTick{Planned: from, Wake: from, Send: at, CPU: -1, SleptCPU: -1, Waited: -1, Ran: -1, Runs: -1, UsualRuns: -1}
+	if a, _, _ := Attribute(window, spikes, maxSpike, period); a == AttrMachine {
+		return TimeoutMachine
+	}
+	return TimeoutPartner
+}
+
+// TimeoutStalls counts TIMEOUTs by cause.
+type TimeoutStalls struct {
+	Timeouts int    `json:"timeouts"`
+	Machine  int    `json:"machine"`
+	LateTick int    `json:"late_tick"`
+	Partner  int    `json:"partner"`
+	Unknown  int    `json:"unknown"`
+	Dropped  uint64 `json:"dropped"` // beyond the records' capacity: not attributed
+}
+
+func (t *TimeoutStalls) add(c TimeoutCause) {
+	t.Timeouts++
+	switch c {
+	case TimeoutMachine:
+		t.Machine++
+	case TimeoutLateTick:
+		t.LateTick++
+	case TimeoutPartner:
+		t.Partner++
+	default:
+		t.Unknown++
+	}
+}
+
+func (t *TimeoutStalls) merge(o TimeoutStalls) {
+	t.Timeouts += o.Timeouts
+	t.Machine += o.Machine
+	t.LateTick += o.LateTick
+	t.Partner += o.Partner
+	t.Unknown += o.Unknown
+	t.Dropped += o.Dropped
+}
+
 // Stall is a late tick as reported: times in seconds from the run's start
 // and µs; JSON field names of -json.
 type Stall struct {
@@ -362,6 +437,8 @@ type LinkStalls struct {
 	Timer        int    `json:"late_timer"`
 	Unattributed int    `json:"unattributed"`
 	Dropped      uint64 `json:"dropped"` // beyond the records' capacity: not attributed
+	// Timeouts are the link's TIMEOUTs by what was late in their window.
+	Timeouts TimeoutStalls `json:"timeouts"`
 }
 
 // TimelineBin is one bin of the run: the largest lateness of every link in
@@ -388,6 +465,7 @@ type StallReport struct {
 	CPUWait         int           `json:"cpu_wait"`
 	Timer           int           `json:"late_timer"`
 	Unattributed    int           `json:"unattributed"`
+	Timeouts        TimeoutStalls `json:"timeouts"`
 	PerLink         []LinkStalls  `json:"per_link"`
 	Largest         []Stall       `json:"largest"`
 	BinS            float64       `json:"bin_s"`
@@ -460,6 +538,18 @@ func NewStallReport(links []BenchLink, watch *WatchResult, watchErr error, runSt
 				ls.Unattributed++
 			}
 			rep.Records = append(rep.Records, st)
+		}
+		if b.Replies != nil {
+			var longest int64
+			for _, r := range recs {
+				longest = max(longest, r.Lateness())
+			}
+			tos, dropped := b.Replies.Timeouts()
+			ls.Timeouts.Dropped = dropped
+			for _, at := range tos {
+				ls.Timeouts.add(AttributeTimeout(at, int64(period), spikes, maxSpike, recs, longest, watch != nil))
+			}
+			rep.Timeouts.merge(ls.Timeouts)
 		}
 		rep.Machine += ls.Machine
 		rep.Ours += ls.Ours
@@ -549,6 +639,16 @@ func (s StallReport) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  %-12s late %5d: machine %5d  waited for a CPU %5d  late timer %5d  ours %5d  unattributed %5d", l.Name, l.Late, l.Machine, l.CPUWait, l.Timer, l.Ours, l.Unattributed)
 		if l.Dropped > 0 {
 			fmt.Fprintf(&b, "  (+%d beyond the records' capacity)", l.Dropped)
+		}
+		b.WriteByte('\n')
+	}
+	if t := s.Timeouts; t.Timeouts > 0 || t.Dropped > 0 {
+		fmt.Fprintf(&b, "TIMEOUTs %d: the machine late %d  the link's tick late %d  the partner %d", t.Timeouts, t.Machine, t.LateTick, t.Partner)
+		if t.Unknown > 0 {
+			fmt.Fprintf(&b, "  unknown %d", t.Unknown)
+		}
+		if t.Dropped > 0 {
+			fmt.Fprintf(&b, "  (+%d beyond the records' capacity)", t.Dropped)
 		}
 		b.WriteByte('\n')
 	}
@@ -663,6 +763,9 @@ func startStallWatch(ctx context.Context, cfg LinksConfig, links []BenchLink) *s
 	}
 	for _, b := range links {
 		b.Timing.KeepLate(sc.Threshold, records, w.runStart, cfg.Duration, sc.bin())
+		if b.Replies != nil {
+			b.Replies.KeepTimeouts(b.Timing.clock, records)
+		}
 	}
 	if !sc.Cyclictest {
 		return w

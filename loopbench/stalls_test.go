@@ -17,6 +17,7 @@ import (
 
 	"github.com/labbridge/bridge/bridge"
 	"github.com/labbridge/bridge/realtime"
+	"github.com/labbridge/bridge/simulink"
 )
 
 const (
@@ -250,12 +251,22 @@ func TestNewStallReport(t *testing.T) {
 			{Thread: 0, CPU: 0, Latency: 300 * usNs, Wake: start + 2600*msNs + 1200*usNs}},
 		Hist: Histogram{Counts: []uint64{5}, ThreadMax: []time.Duration{4 * time.Millisecond, 20 * time.Microsecond}},
 	}
+	// Link b's TIMEOUTs: one in its largest stall, one in the machine's
+	// spike, one with nothing late; one beyond the room.
+	b.Replies = NewReplies()
+	b.Replies.KeepTimeouts(clock, 3)
+	b.Replies.timeouts = append(b.Replies.timeouts, start+2205*msNs, start+102*msNs, start+2900*msNs)
+	b.Replies.tosDropped = 1
 	rep := NewStallReport([]BenchLink{a, b}, watch, nil, start, time.Millisecond, time.Millisecond, time.Second)
 	if rep.Machine != 1 || rep.Ours != 2 || rep.CPUWait != 1 || rep.Unattributed != 0 || rep.Cyclictest != "ran" || rep.Spikes != 1 {
 		t.Fatalf("%+v", rep)
 	}
-	if rep.PerLink[0] != (LinkStalls{Name: "a", Late: 2, Machine: 1, Ours: 1}) || rep.PerLink[1] != (LinkStalls{Name: "b", Late: 2, Ours: 1, CPUWait: 1}) {
+	wantTO := TimeoutStalls{Timeouts: 3, Machine: 1, LateTick: 1, Partner: 1, Dropped: 1}
+	if rep.PerLink[0] != (LinkStalls{Name: "a", Late: 2, Machine: 1, Ours: 1}) || rep.PerLink[1] != (LinkStalls{Name: "b", Late: 2, Ours: 1, CPUWait: 1, Timeouts: wantTO}) {
 		t.Errorf("per link %+v", rep.PerLink)
+	}
+	if rep.Timeouts != wantTO {
+		t.Errorf("timeouts %+v, want %+v", rep.Timeouts, wantTO)
 	}
 	if len(rep.Largest) != 4 || rep.Largest[0].Link != "b" || rep.Largest[0].LatenessUs != 9000 || rep.Largest[2].Spike == nil || rep.Largest[2].Spike.AtS != 0.099 {
 		t.Errorf("largest %+v", rep.Largest)
@@ -274,7 +285,8 @@ func TestNewStallReport(t *testing.T) {
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"machine 1  waited for a CPU 1  late timer 0  ours 2", "cpu0 4000", "cpu0 4000 µs from 0.099 s", "ours       |"} {
+	for _, s := range []string{"machine 1  waited for a CPU 1  late timer 0  ours 2", "cpu0 4000", "cpu0 4000 µs from 0.099 s", "ours       |",
+		"TIMEOUTs 3: the machine late 1  the link's tick late 1  the partner 1  (+1 beyond the records' capacity)"} {
 		if !strings.Contains(text.String(), s) {
 			t.Errorf("text lacks %q:\n%s", s, text.String())
 		}
@@ -430,5 +442,70 @@ func BenchmarkLinkTimingKeepLate(b *testing.B) {
 			}
 			lt.stalls.release()
 		})
+	}
+}
+
+// A TIMEOUT is the machine's when cyclictest was late over its window, the
+// link's own when one of its ticks was late in it, else the partner's.
+func TestAttributeTimeout(t *testing.T) {
+	const period = msNs
+	spikes := []Spike{{CPU: 1, Latency: 2 * msNs, Wake: 12 * msNs}} // [10, 12] ms on CPU 1
+	maxSpike := 2 * msNs
+	late := []LateTick{
+		{Planned: 30 * msNs, Deadline: 30 * msNs, Wake: 31500 * usNs, CPU: 0, SleptCPU: 0},  // [30, 31.5] ms
+		{Planned: 60 * msNs, Deadline: 60 * msNs, Wake: 60 * msNs, Send: 62 * msNs, CPU: 0}, // [60, 62] ms
+	}
+	longest := 2 * msNs
+	for _, tc := range []struct {
+		name    string
+		at      int64
+		watched bool
+		want    TimeoutCause
+	}{
+		{"cyclictest late on another CPU over the window", 11800 * usNs, true, TimeoutMachine},
+		{"cyclictest late over a tenth of it", 10100 * usNs, true, TimeoutPartner},
+		{"its tick late in the window", 31 * msNs, true, TimeoutLateTick},
+		{"its tick's stall ended just inside the window", 32400 * usNs, true, TimeoutLateTick},
+		{"its tick's stall ended before the window", 33 * msNs, true, TimeoutPartner},
+		{"a late send in the window", 62500 * usNs, true, TimeoutLateTick},
+		{"the window after the next tick's", 64 * msNs, true, TimeoutPartner},
+		{"nothing late", 80 * msNs, true, TimeoutPartner},
+		{"no cyclictest, nothing of ours late", 80 * msNs, false, TimeoutUnknown},
+		{"no cyclictest, its tick late", 31 * msNs, false, TimeoutLateTick},
+	} {
+		var sp []Spike
+		if tc.watched {
+			sp = spikes
+		}
+		if got := AttributeTimeout(tc.at, period, sp, maxSpike, late, longest, tc.watched); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// Replies keeps the instant of each TIMEOUT, in the room made before the
+// run, and counts the rest; other statuses are not kept.
+func TestRepliesKeepTimeouts(t *testing.T) {
+	clock := realtime.NewClock()
+	r := NewReplies()
+	r.Exchanged(simulink.Timeout) // not armed: nothing kept
+	r.KeepTimeouts(clock, 2)
+	before := clock.Now()
+	for _, st := range []simulink.Status{simulink.OK, simulink.Timeout, simulink.Desync, simulink.Timeout, simulink.Timeout} {
+		r.Exchanged(st)
+	}
+	tos, dropped := r.Timeouts()
+	if len(tos) != 2 || dropped != 1 || tos[0] < before || tos[1] < tos[0] {
+		t.Fatalf("kept %v (from %d), dropped %d; want 2 instants in order and 1 dropped", tos, before, dropped)
+	}
+	if raceEnabled {
+		return
+	}
+	r.KeepTimeouts(clock, 1000)
+	if n := testing.AllocsPerRun(100, func() {
+		r.Exchanged(simulink.OK)
+		r.Exchanged(simulink.Timeout)
+	}); n != 0 {
+		t.Errorf("Exchanged allocates %v times while keeping TIMEOUTs", n)
 	}
 }
