@@ -303,9 +303,10 @@ func greyRanges() []Range {
 	}
 }
 
-// TestThresholdBands checks NewThreshold's band test against its table: when
-// the test is on, no colour of the table has its three bytes in one band of
-// 1<<bandShift values, and a range holding an exact grey has it off.
+// TestThresholdBands checks NewThreshold's band test and runs table against
+// its bits: when the test is on, no colour of the table has its three bytes
+// in one band of 1<<bandShift values, a range holding an exact grey has it
+// off, and every runs entry without its flag gives the bits of its blues.
 func TestThresholdBands(t *testing.T) {
 	hsv := NewHSV()
 	step := 1
@@ -330,7 +331,23 @@ func TestThresholdBands(t *testing.T) {
 		if grey && thr.grey {
 			t.Errorf("%v holds a grey, yet the band test is on", r)
 		}
-		t.Logf("%v: band test %v, band %d", r, thr.grey, 1<<thr.bandShift)
+		// The runs table gives the table's bit for every colour of a red
+		// and green without the flag.
+		split := 0
+		for rg := 0; rg < 1<<16; rg += step {
+			e := thr.runs[rg]
+			if e>>16 != 0 {
+				split++
+				continue
+			}
+			for b := range 256 {
+				col := rg<<8 | b
+				if want := thr.lut[col>>6] >> (col & 63) & 1; inRun(e, uint64(b)) != want {
+					t.Fatalf("%v: colour %#06x: runs entry %#x gives %d, table %d", r, col, e, inRun(e, uint64(b)), want)
+				}
+			}
+		}
+		t.Logf("%v: band test %v, band %d; %d reds and greens of several runs", r, thr.grey, 1<<thr.bandShift, split)
 	}
 	if thr := NewThreshold(hsv, DefaultRange()); !thr.grey || thr.bandShift != 5 {
 		t.Errorf("default range: band test %v, shift %d, want on with bands of 32", thr.grey, thr.bandShift)

@@ -77,7 +77,7 @@ type Tracker struct {
 	noInter uint64
 }
 
-// New validates cfg and allocates the tracker: the 2 MiB colour table (about
+// New validates cfg and allocates the tracker: the colour tables (2.25 MiB, about
 // 70 ms to build), the morphology and contour buffers and the frame buffers.
 func New(cfg Config) (*Tracker, error) {
 	return newTracker(cfg, nil)
