@@ -421,6 +421,11 @@ func (l *Link) newPartner(m *simulink.Master, env Env) (*simulink.Partner, error
 	})
 }
 
+// PartnerPriority is the SCHED_FIFO priority the link's built-in partner
+// runs its receive thread at (partnerPriority): for `bridge partner` to
+// stand in for it.
+func (l *Link) PartnerPriority() int { return partnerPriority(l.Loop.Priority) }
+
 // partnerPriority is the SCHED_FIFO priority of a built-in partner's
 // receive thread: its loop's, 0 (the netpoller) when the loop is not
 // real-time either. Not one below: the Go runtime's own waits between

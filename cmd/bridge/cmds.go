@@ -20,6 +20,7 @@ import (
 	"github.com/labbridge/bridge/config"
 	"github.com/labbridge/bridge/emio"
 	"github.com/labbridge/bridge/loopbench"
+	"github.com/labbridge/bridge/realtime"
 	"github.com/labbridge/bridge/simulink"
 )
 
@@ -103,8 +104,13 @@ func cmdPartner(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	seed := fs.Uint64("seed", 1, "fault: random seed (SIGUSR1 pauses/resumes replies, SIGUSR2 restarts the model)")
 	duration := fs.Duration("duration", 0, "stop after this long (0 = until SIGINT/SIGTERM)")
 	asJSON := fs.Bool("json", false, "at exit, print the counters and the send timing as one JSON object on the last line (after the first line, which says where it listens)")
+	priority := fs.Int("priority", -1, "SCHED_FIFO priority of the receive thread, 1..99; 0 = none (the netpoller); -1 = as bridge sim gives a link's built-in partner: its loop's with -config, else 0")
+	cpu := fs.Int("cpu", -1, "with a priority: pin the receive thread to this CPU (-1 = no pinning)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *priority < -1 || *priority > realtime.MaxPriority || *cpu < -1 || *cpu >= realtime.MaxCPUs {
+		return fmt.Errorf("bridge partner: -priority %d -cpu %d: want a priority of 1..%d, 0 for none or -1 for the link's, and a CPU of 0..%d or -1 for none", *priority, *cpu, realtime.MaxPriority, realtime.MaxCPUs-1)
 	}
 	if err := checkPartnerFlags(&pf, *nbMarkers, *motors, *rate, *duration, *replyDelay,
 		map[string]float64{"drop": *drop, "duplicate": *dup, "reorder": *reorder, "wrong-size": *wrong}); err != nil {
@@ -120,6 +126,9 @@ func cmdPartner(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 		spec, dims, *rate, *delay = l.Partner.Controller, l.Dims(), l.RateHz, l.Partner.Delay
+		if *priority < 0 {
+			*priority = l.PartnerPriority()
+		}
 	} else if spec, err = pf.Spec(dims.CommandLen); err != nil {
 		return err
 	}
@@ -133,7 +142,7 @@ func cmdPartner(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	logger := config.Service{LogLevel: "info", LogFormat: "auto"}.Logger(stderr, isTerminal(stderr))
 	p, err := simulink.NewPartner(simulink.PartnerConfig{
 		Listen: listen.addr(), Accept: accept.addr(), ReplyTo: replyTo.addr(), MeasureLen: dims.MeasureLen, CommandLen: dims.CommandLen,
-		Delay: *delay, Controller: ctl, Faults: faults, Logger: logger,
+		Delay: *delay, Controller: ctl, Faults: faults, Logger: logger, Priority: max(*priority, 0), Pin: *cpu >= 0, CPU: *cpu,
 	})
 	if err != nil {
 		return err

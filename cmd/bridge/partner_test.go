@@ -6,13 +6,18 @@ import (
 	"encoding/json"
 	"math"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/loopbench"
+	"github.com/labbridge/bridge/realtime"
+	"golang.org/x/sys/unix"
 )
 
 // lastLine returns the last non-empty line of out.
@@ -118,4 +123,67 @@ func TestBenchLinkPartnerProcessSendTiming(t *testing.T) {
 	if !strings.Contains(string(out), "partner's view  send rate ") || !strings.Contains(string(out), "(kernel timestamps)") {
 		t.Errorf("report:\n%s\n%s", out, stderr.String())
 	}
+}
+
+// bridge partner -priority -cpu runs its receive thread at SCHED_FIFO on
+// that CPU, as bridge sim runs a link's built-in partner; out-of-range
+// values are refused.
+func TestPartnerPriorityFlags(t *testing.T) {
+	if code, _, stderr := runCLI(t, "partner", "-priority", "120"); code == 0 || !strings.Contains(stderr, "-priority 120") {
+		t.Errorf("-priority 120: %d %q", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "partner", "-cpu", "-3"); code == 0 || !strings.Contains(stderr, "-cpu -3") {
+		t.Errorf("-cpu -3: %d %q", code, stderr)
+	}
+	allowed, err := realtime.AllowedCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := allowed[len(allowed)-1]
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var out, errb testutil.SyncBuffer
+	go func() {
+		done <- run(ctx, []string{"partner", "-listen", "127.0.0.1:0", "-accept", "", "-reply-to", "127.0.0.1:9", "-priority", "7", "-cpu", strconv.Itoa(cpu)}, &out, &errb)
+	}()
+	// The receive thread: the only one of this process at SCHED_FIFO 7.
+	var tid int
+	testutil.WaitFor(t, "a thread at SCHED_FIFO 7, or the partner's warning that it is not permitted", func() bool {
+		tid = fifoThread(7)
+		return tid != 0 || strings.Contains(errb.String(), "not permitted") || len(done) > 0
+	})
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("partner: %d %q", code, errb.String())
+	}
+	if tid == 0 {
+		t.Skipf("SCHED_FIFO is not permitted here (run as root or with CAP_SYS_NICE): %s", errb.String())
+	}
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(tid, &set); err == nil && (set.Count() != 1 || !set.IsSet(cpu)) {
+		t.Errorf("the receive thread may run on %d CPUs, want CPU %d alone", set.Count(), cpu)
+	}
+}
+
+// fifoThread returns a thread of this process at SCHED_FIFO priority, or 0.
+func fifoThread(priority int) int {
+	ents, _ := os.ReadDir("/proc/self/task")
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/self/task/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// Fields after the command's closing parenthesis; rt_priority and
+		// policy are the 40th and 41st of the line (proc(5)).
+		_, rest, ok := strings.Cut(string(b), ") ")
+		f := strings.Fields(rest)
+		if !ok || len(f) < 39 {
+			continue
+		}
+		if f[37] == strconv.Itoa(priority) && f[38] == "1" {
+			tid, _ := strconv.Atoi(e.Name())
+			return tid
+		}
+	}
+	return 0
 }
