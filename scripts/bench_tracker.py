@@ -13,9 +13,12 @@ the OpenCV and Go medians, their ratio, and whether both found the same
 markers (px, py, area, depth). It then times each Process call
 (TestFrameTimes, --tail-frames frames per scene after 10 untimed, the
 garbage collector running as usual) and prints the Go tracker's p99 and max
-per frame and max/p99, on the wall clock and on the thread's CPU clock
-(which leaves out the time other processes held the core), each the median
-of --count runs, with the load average before and after.
+per frame and max/p99, on the wall clock, on the thread's CPU clock (which
+leaves out the time other processes held the core) and on the wall clock of
+the frames during which the thread was never switched out ("run", with how
+many frames were), each the median of --count runs, with the load average
+before and after. A wall-clock max far above p99 while "run" stays close is
+the time other work held the core, not the tracker's.
 
 Usage, from anywhere in the repository:
 
@@ -112,7 +115,10 @@ def time_go_frames(frames, count):
     for line in r.stdout.splitlines():
         if line.startswith("frametimes "):
             row = json.loads(line.split(" ", 1)[1])
-            d = out.setdefault((row["clock"], row["scene"]), {"p50": [], "p99": [], "max": [], "ratio": []})
+            d = out.setdefault((row["clock"], row["scene"]), {"p50": [], "p99": [], "max": [], "ratio": [], "switched": []})
+            if row["p99_ms"] <= 0:
+                continue  # no frame ran unswitched
+            d["switched"].append(row.get("switched_frames", 0))
             d["p50"].append(row["median_ms"])
             d["p99"].append(row["p99_ms"])
             d["max"].append(row["max_ms"])
@@ -177,12 +183,14 @@ def main():
           f"median of {args.count} runs): p50, p99, max in ms, and max/p99")
     print(f"{'scene':8} {'clock':5} {'p50':>7} {'p99':>7} {'max':>8} {'max/p99':>7}")
     for name in SCENES:
-        for clock in ("wall", "cpu"):
+        for clock in ("wall", "cpu", "run"):
             d = tails.get((clock, name))
-            if d is None:
+            if d is None or not d["p50"]:
                 continue
             med = {k: statistics.median(v) for k, v in d.items()}
-            print(f"{name:8} {clock:5} {med['p50']:7.3f} {med['p99']:7.3f} {med['max']:8.3f} {med['ratio']:6.2f}x")
+            note = (f"  ({med['switched']:.0f} of {args.tail_frames} frames switched out, left out)"
+                    if clock == "run" else "")
+            print(f"{name:8} {clock:5} {med['p50']:7.3f} {med['p99']:7.3f} {med['max']:8.3f} {med['ratio']:6.2f}x{note}")
     print(f"load average (1, 5, 15 min) before {load_before}, after {load_after}, on {os.cpu_count()} CPUs")
     for name, _, _, same, _, cvm, go in rows:
         if not same:

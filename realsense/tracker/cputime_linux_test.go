@@ -18,3 +18,18 @@ func threadClock() (now func() int64, ok bool) {
 		return ts.Nano()
 	}, true
 }
+
+// threadSwitches returns a counter of the calling thread's context switches,
+// voluntary and not (getrusage RUSAGE_THREAD): a frame during which it did
+// not move ran without being preempted or blocked. The caller locks its
+// goroutine to its thread.
+func threadSwitches() (count func() int64, ok bool) {
+	return func() int64 {
+		var ru syscall.Rusage
+		const rusageThread = 1
+		if err := syscall.Getrusage(rusageThread, &ru); err != nil {
+			return -1
+		}
+		return ru.Nvcsw + ru.Nivcsw
+	}, true
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -141,7 +142,9 @@ func TestWriteFrames(t *testing.T) {
 // and prints one JSON BenchRow per scene and clock, prefixed "frametimes ",
 // for scripts/bench_tracker.py: the median, p99 and max per frame, on the
 // wall clock and, on Linux, on the thread's CPU clock, which leaves out the
-// time other processes held the core.
+// time other processes held the core, and on the wall clock of the frames
+// during which the thread was not switched out ("run", with the count of
+// those that were).
 func TestFrameTimes(t *testing.T) {
 	env := os.Getenv("BRIDGE_TRACKER_TIMES")
 	if env == "" {
@@ -178,6 +181,73 @@ func TestFrameTimes(t *testing.T) {
 			fmt.Printf("frametimes %s\n", b)
 		}
 	}
+	if switches, ok := threadSwitches(); ok {
+		for _, r := range unswitchedTimes(t, frames, switches) {
+			b, err := json.Marshal(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Printf("frametimes %s\n", b)
+		}
+	}
+}
+
+// runRow is a BenchRow on the wall clock of the frames during which the
+// thread was never switched out (clock "run"), with the count of the others.
+type runRow struct {
+	Clock string `json:"clock"`
+	BenchRow
+	Switched int `json:"switched_frames"`
+}
+
+// unswitchedTimes times frames frames of each scene on the wall clock, as
+// Bench, and keeps those during which switches did not move: the wall-clock
+// tail that is the tracker's own, without the time other threads held the
+// core. The calling goroutine is locked to its thread.
+func unswitchedTimes(t *testing.T, frames int, switches func() int64) []runRow {
+	t.Helper()
+	tr := frameTracker(t)
+	var rows []runRow
+	for _, name := range frameScenes {
+		bgr, depth := genFrame(name)
+		var res Result
+		var err error
+		for range 10 {
+			if res, err = tr.Process(bgr, depth); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ns := make([]int64, 0, frames)
+		switched := 0
+		start := time.Now()
+		for range frames {
+			s0 := switches()
+			t0 := time.Since(start)
+			if _, err := tr.Process(bgr, depth); err != nil {
+				t.Fatal(err)
+			}
+			t1 := time.Since(start)
+			if switches() != s0 {
+				switched++
+				continue
+			}
+			ns = append(ns, int64(t1-t0))
+		}
+		goal := 1.5
+		if name == "stress" {
+			goal = 5
+		}
+		r := runRow{Clock: "run", BenchRow: BenchRow{Scene: name, Contours: res.Contours, Markers: len(res.Markers), GoalMs: goal}, Switched: switched}
+		if len(ns) > 0 {
+			slices.Sort(ns)
+			ms := func(q float64) float64 {
+				return float64(ns[min(len(ns)-1, int(q*float64(len(ns))))]) / float64(time.Millisecond)
+			}
+			r.MedianMs, r.P99Ms, r.MaxMs = ms(0.5), ms(0.99), float64(ns[len(ns)-1])/float64(time.Millisecond)
+		}
+		rows = append(rows, r)
+	}
+	return rows
 }
 
 // BenchmarkFrameStages splits BenchmarkFrame: the fused threshold and the
