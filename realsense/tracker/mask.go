@@ -353,14 +353,20 @@ func (t *Threshold) rowDepthFirst(g, src []byte, dep []uint16, over, under uint6
 // rowBandFirst is rowDepthFirst with the band test first. It returns how
 // many groups the band test rejected and how many the depth test did.
 func (t *Threshold) rowBandFirst(g, src []byte, dep []uint16, over, under uint64, lo0 bool, band *[3]uint64) (grey, depthOut int) {
+	if band == nil {
+		depthOut, grey = t.rowDepthFirst(g, src, dep, over, under, lo0, band)
+		return grey, depthOut
+	}
+	b0, b1, b2 := band[0], band[1], band[2]
 	// The rest of the group in calls: the loop of greyish groups keeps its
 	// few values in registers.
 	for i := range g {
 		p := src[24*i : 24*i+24 : 24*i+24]
-		w0 := binary.LittleEndian.Uint64(p[0:])
-		w1 := binary.LittleEndian.Uint64(p[8:])
+		// greyish, with the bytes one further loaded from one further.
 		w2 := binary.LittleEndian.Uint64(p[16:])
-		if greyish(w0, w1, w2, band) {
+		if (binary.LittleEndian.Uint64(p[0:])^binary.LittleEndian.Uint64(p[1:]))&b0|
+			(binary.LittleEndian.Uint64(p[8:])^binary.LittleEndian.Uint64(p[9:]))&b1|
+			(w2^w2>>8)&b2 == 0 {
 			grey++
 			g[i] = 0
 			continue
@@ -371,7 +377,7 @@ func (t *Threshold) rowBandFirst(g, src []byte, dep []uint16, over, under uint64
 			g[i] = 0
 			continue
 		}
-		g[i] = m & t.lookup8(w0, w1, w2)
+		g[i] = m & t.lookup8(binary.LittleEndian.Uint64(p[0:]), binary.LittleEndian.Uint64(p[8:]), w2)
 	}
 	return grey, depthOut
 }
