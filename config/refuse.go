@@ -297,6 +297,8 @@ func keyWant(key string) (want, example string) {
 		return "a CPU number, or -1 for no pinning", "-1"
 	case "gomaxprocs":
 		return "a whole number, 0..256 (0 = automatic)", "0"
+	case "nice":
+		return "a whole number, -20..19 (0 = leave it)", "-10"
 	case "baud":
 		return "a whole number of bits per second, like 1000000", "1000000"
 	case "nb_markers":

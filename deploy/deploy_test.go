@@ -56,10 +56,10 @@ func TestSystemdUnitVerifies(t *testing.T) {
 		}
 	}
 	// Whole lines: CapabilityBoundingSet= and AmbientCapabilities= empty.
-	for _, must := range []string{"Type=notify", "LimitRTPRIO=80", "LimitMEMLOCK=infinity", "Restart=on-failure",
+	for _, must := range []string{"Type=notify", "LimitRTPRIO=80", "LimitNICE=-10", "LimitMEMLOCK=infinity", "Restart=on-failure",
 		"SupplementaryGroups=dialout plugdev video", "DeviceAllow=char-ttyUSB rw", "DeviceAllow=/dev/cpu_dma_latency rw",
 		"DeviceAllow=char-usb_device rw", "ConfigurationDirectory=bridge", "Environment=HOME=/etc/bridge/%i",
-		"SystemCallFilter=sched_setattr sched_setaffinity", "CapabilityBoundingSet=", "AmbientCapabilities="} {
+		"SystemCallFilter=sched_setattr sched_setaffinity setpriority", "CapabilityBoundingSet=", "AmbientCapabilities="} {
 		if !slices.Contains(settings, must) {
 			t.Errorf("unit lacks the line %q", must)
 		}

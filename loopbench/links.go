@@ -18,6 +18,7 @@ import (
 	"github.com/labbridge/bridge/latency"
 	"github.com/labbridge/bridge/realtime"
 	"github.com/labbridge/bridge/simulink"
+	"golang.org/x/sys/unix"
 )
 
 // Model is how the links of one process get their ticks.
@@ -190,6 +191,10 @@ type LinksConfig struct {
 	// nothing): the policy of bridge run, realtime.DefaultGC, to measure
 	// what it runs with.
 	GC realtime.GC
+	// Nice, if not 0, is the nice value of every thread for the run
+	// (realtime.Renice), as bridge run sets [service] nice; the value
+	// before is put back after. Not permitted: a warning in the run.
+	Nice int
 }
 
 // StallConfig is the stall attribution of a links run: every tick later
@@ -248,6 +253,19 @@ func RunLinks(ctx context.Context, cfg LinksConfig, links []BenchLink) (LinksRun
 		defer runtime.GOMAXPROCS(prev)
 	}
 	defer cfg.GC.Apply()()
+	if cfg.Nice != 0 {
+		if prev, err := unix.Getpriority(unix.PRIO_PROCESS, 0); err != nil {
+			logger.Warn("loopbench: links run: the nice value is not set", "err", err)
+		} else if err := realtime.Renice(cfg.Nice); err != nil {
+			logger.Warn("loopbench: links run: the nice value is not set", "nice", cfg.Nice, "err", err)
+		} else {
+			defer func() {
+				if err := realtime.Renice(20 - prev); err != nil { // the system call's value, not libc's
+					logger.Warn("loopbench: links run: the nice value not given back", "err", err)
+				}
+			}()
+		}
+	}
 	if len(cfg.Confine) > 0 {
 		allowed, err := realtime.AllowedCPUs()
 		if err != nil {

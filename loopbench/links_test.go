@@ -18,6 +18,7 @@ import (
 	"github.com/labbridge/bridge/plant"
 	"github.com/labbridge/bridge/realtime"
 	"github.com/labbridge/bridge/simulink"
+	"golang.org/x/sys/unix"
 )
 
 // A gated tick's wake-up lateness is its send lateness plus the lead it was
@@ -127,6 +128,7 @@ func (stubExchanger) Synced() bool { return true }
 type stubService struct {
 	served, stopped atomic.Int32
 	gcPercent       atomic.Int32 // the GC percent while served
+	nice            atomic.Int32 // the nice value while served
 }
 
 func (s *stubService) Serve(ctx context.Context) error {
@@ -134,6 +136,9 @@ func (s *stubService) Serve(ctx context.Context) error {
 	p := debug.SetGCPercent(-1)
 	debug.SetGCPercent(p)
 	s.gcPercent.Store(int32(p))
+	if pr, err := unix.Getpriority(unix.PRIO_PROCESS, 0); err == nil {
+		s.nice.Store(int32(20 - pr))
+	}
 	<-ctx.Done()
 	s.stopped.Add(1)
 	return nil
@@ -170,8 +175,16 @@ func TestRunLinks(t *testing.T) {
 			}
 			gcBefore := debug.SetGCPercent(-1)
 			debug.SetGCPercent(gcBefore)
+			pr, err := unix.Getpriority(unix.PRIO_PROCESS, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			niceBefore, nice := 20-pr, 0
+			if realtime.Renice(niceBefore-1) == nil && realtime.Renice(niceBefore) == nil {
+				nice = niceBefore - 1 // permitted here, and to give back
+			}
 			run, err := RunLinks(context.Background(), LinksConfig{Model: model, Duration: 300 * time.Millisecond, Stagger: true, GOMAXPROCS: AutoGOMAXPROCS,
-				Alongside: map[string]bridge.Service{"http": alongside}, GC: realtime.GC{Percent: gcBefore + 555}}, links)
+				Alongside: map[string]bridge.Service{"http": alongside}, GC: realtime.GC{Percent: gcBefore + 555}, Nice: nice}, links)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -182,6 +195,9 @@ func TestRunLinks(t *testing.T) {
 			debug.SetGCPercent(gcAfter)
 			if got := alongside.gcPercent.Load(); got != int32(gcBefore+555) || gcAfter != gcBefore {
 				t.Errorf("GC percent %d during the run, %d after it; want %d and %d", got, gcAfter, gcBefore+555, gcBefore)
+			}
+			if pr, _ := unix.Getpriority(unix.PRIO_PROCESS, 0); nice != 0 && (alongside.nice.Load() != int32(nice) || 20-pr != niceBefore) {
+				t.Errorf("nice %d during the run, %d after it; want %d and %d", alongside.nice.Load(), 20-pr, nice, niceBefore)
 			}
 			loops := map[Model]int{ModelThread: 3, ModelScheduler: 1}[model]
 			if run.GOMAXPROCS != runtime.NumCPU()+loops || runtime.GOMAXPROCS(0) != procs {

@@ -69,13 +69,40 @@ func Confine(cpus []int) error {
 		}
 		set.Set(c)
 	}
-	// Threads may appear while the list is walked: walk until a pass sets
-	// no thread it had not set before.
+	err := eachThread(func(tid int) error { return unix.SchedSetaffinity(tid, &set) })
+	if err != nil {
+		return fmt.Errorf("%w to CPUs %v: %w", ErrConfine, cpus, err)
+	}
+	return nil
+}
+
+// ErrNice reports threads whose nice value could not be set.
+var ErrNice = errors.New("realtime: cannot set the nice value of the process's threads")
+
+// Renice sets the nice value of every thread of the process: on Linux a
+// thread's own, which the threads the runtime creates later inherit from
+// the thread that creates them. Real-time threads are not affected. Errors
+// wrap ErrNice and the system's error (EACCES: a lower value than
+// RLIMIT_NICE allows, without CAP_SYS_NICE).
+func Renice(nice int) error {
+	if nice < -20 || nice > 19 {
+		return fmt.Errorf("%w: %d (want -20..19)", ErrNice, nice)
+	}
+	if err := eachThread(func(tid int) error { return unix.Setpriority(unix.PRIO_PROCESS, tid, nice) }); err != nil {
+		return fmt.Errorf("%w to %d: %w", ErrNice, nice, err)
+	}
+	return nil
+}
+
+// eachThread calls set for every thread of the process. Threads may appear
+// while the list is walked: it walks until a pass meets no thread it had
+// not met before. A thread that exits meanwhile (ESRCH) is skipped.
+func eachThread(set func(tid int) error) error {
 	done := map[int]bool{}
 	for pass := 0; pass < 10; pass++ {
 		ents, err := os.ReadDir("/proc/self/task")
 		if err != nil {
-			return fmt.Errorf("%w to CPUs %v: %w", ErrConfine, cpus, err)
+			return err
 		}
 		fresh := 0
 		for _, e := range ents {
@@ -83,8 +110,8 @@ func Confine(cpus []int) error {
 			if err != nil || done[tid] {
 				continue
 			}
-			if err := unix.SchedSetaffinity(tid, &set); err != nil && !errors.Is(err, unix.ESRCH) {
-				return fmt.Errorf("%w to CPUs %v: thread %d: %w", ErrConfine, cpus, tid, err)
+			if err := set(tid); err != nil && !errors.Is(err, unix.ESRCH) {
+				return fmt.Errorf("thread %d: %w", tid, err)
 			}
 			done[tid] = true
 			fresh++

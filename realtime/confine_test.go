@@ -118,3 +118,62 @@ func TestConfineRefuses(t *testing.T) {
 		}
 	}
 }
+
+// niceOf returns the nice value of thread tid.
+func niceOf(t *testing.T, tid int) int {
+	t.Helper()
+	p, err := unix.Getpriority(unix.PRIO_PROCESS, tid)
+	if err != nil {
+		t.Fatalf("getpriority(%d): %v", tid, err)
+	}
+	return 20 - p // the system call's value, not libc's
+}
+
+// Renice sets every thread's nice value, and the threads made afterwards
+// inherit it; a value out of range is refused.
+func TestRenice(t *testing.T) {
+	if err := Renice(20); !errors.Is(err, ErrNice) {
+		t.Errorf("Renice(20) = %v, want ErrNice", err)
+	}
+	before := niceOf(t, 0)
+	want := before - 1 // needs CAP_SYS_NICE or RLIMIT_NICE, and gives the value back
+	if err := Renice(want); err != nil {
+		if !errors.Is(err, unix.EACCES) && !errors.Is(err, unix.EPERM) {
+			t.Fatal(err)
+		}
+		want = before + 1 // always permitted, and kept for the rest of the process
+		if err := Renice(want); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		defer func() {
+			if err := Renice(before); err != nil {
+				t.Errorf("giving the nice value back: %v", err)
+			}
+		}()
+	}
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		tid, _ := strconv.Atoi(e.Name())
+		if got := niceOf(t, tid); got != want {
+			t.Errorf("thread %d: nice %d after Renice(%d)", tid, got, want)
+		}
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	got := make(chan int)
+	go func() {
+		runtime.LockOSThread() // on a thread of its own, discarded with the goroutine
+		p, err := unix.Getpriority(unix.PRIO_PROCESS, 0)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- 20 - p
+	}()
+	if n := <-got; n != want {
+		t.Errorf("a thread after Renice(%d): nice %d", want, n)
+	}
+}

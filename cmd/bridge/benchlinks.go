@@ -24,7 +24,7 @@ const maxBenchLinks = 256
 // one thread model; with a list of counts, one run per count in order, so
 // that the ratios to the smallest come from one invocation.
 func benchLinks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench links", "bench links [-links N[,N…]] [-rate HZ] [-duration D] [-model thread|scheduler] [-priority P] [-gomaxprocs auto|N] [-cpu N] [-stagger] [-dma-latency] [-threshold D] [-cyclictest] [-records FILE] [-trace FILE] [-http ADDR] [-json]", stderr)
+	fs := newFlagSet("bench links", "bench links [-links N[,N…]] [-rate HZ] [-duration D] [-model thread|scheduler] [-priority P] [-gomaxprocs auto|N] [-cpu N] [-stagger] [-dma-latency] [-threshold D] [-cyclictest] [-records FILE] [-trace FILE] [-http ADDR] [-nice N] [-json]", stderr)
 	countsFlag := fs.String("links", "1,4,16", "how many links, or a list of counts run one after the other (ratios are to the smallest)")
 	rate := fs.Float64("rate", 1000, "tick rate of every link (Hz)")
 	duration := fs.Duration("duration", 10*time.Second, "how long each run lasts")
@@ -39,6 +39,7 @@ func benchLinks(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	withCT := fs.Bool("cyclictest", true, "run cyclictest concurrently (same priority, period and CPUs) to tell the machine's stalls from ours")
 	records := fs.String("records", "", "write every late tick to this CSV file")
 	tracePath := fs.String("trace", "", "write a runtime/trace of each run to this file (with several counts, one file each: FILE-linksN)")
+	nice := fs.Int("nice", config.DefaultNice, "the nice value of every thread during the runs, as bridge run sets [service] nice (0: leave it)")
 	httpAddr := fs.String("http", "", "serve /metrics, /healthz and / here during each run, as bridge run's metrics server does, so that HTTP load can be put on the links (scripts/http_load.py)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -83,7 +84,7 @@ func benchLinks(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var runs []loopbench.LinksRun
 	for _, n := range counts {
 		run, err := runLinks(ctx, n, *rate, *priority, *cpu, *dma, loopbench.LinksConfig{
-			Model: model, Duration: *duration, Stagger: *stagger, GOMAXPROCS: procs, Logger: logger, Confine: confine, Alongside: alongside, GC: realtime.DefaultGC(),
+			Model: model, Duration: *duration, Stagger: *stagger, GOMAXPROCS: procs, Logger: logger, Confine: confine, Alongside: alongside, GC: realtime.DefaultGC(), Nice: *nice,
 			Stalls:    loopbench.StallConfig{Threshold: *threshold, Cyclictest: *withCT},
 			TracePath: loopbench.RunFile(*tracePath, n, len(counts)),
 		})

@@ -164,17 +164,7 @@ func wire(cfg *config.Config, from string, env config.Env, metricsAddr string) (
 		ring = &logRing{}
 		env.Logger = slog.New(withRing(env.Logger.Handler(), ring))
 	}
-	procs, warning := cfg.Procs(runtime.NumCPU(), runtime.GOMAXPROCS(0), env.Partner)
-	runtime.GOMAXPROCS(procs)
-	realtime.DefaultGC().Apply() // for the process's life
-	if warning != "" {
-		env.Logger.Warn(warning)
-	}
-	if cpus, warning := cfg.ConfineOthers(); warning != "" {
-		env.Logger.Warn(warning)
-	} else if cpus != nil {
-		env.Logger.Info("threads other than the pinned loops' run on CPUs", "cpus", cpus)
-	}
+	cfg.SetUpProcess(env.Partner, env.Logger)
 	states := newStateClock()
 	a := &app{logger: env.Logger, sup: bridge.NewSupervisor(bridge.SupervisorConfig{Logger: env.Logger, OnEvent: states.onEvent})}
 	reg := metrics.NewRegistry()

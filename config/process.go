@@ -1,0 +1,45 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+
+	"github.com/labbridge/bridge/realtime"
+	"golang.org/x/sys/unix"
+)
+
+// SetUpProcess applies the process-wide settings the links run best with,
+// before they are built: GOMAXPROCS (Procs), the garbage collector's policy
+// (realtime.DefaultGC), the nice value of the ordinary threads ([service]
+// nice), and, with every real-time loop pinned, the other threads kept off
+// the loops' CPUs (ConfineOthers). partners: with built-in partners. What
+// it cannot do is logged as a warning saying what to grant or set; nothing
+// stops the run.
+func (c *Config) SetUpProcess(partners bool, logger *slog.Logger) {
+	procs, warning := c.Procs(runtime.NumCPU(), runtime.GOMAXPROCS(0), partners)
+	runtime.GOMAXPROCS(procs)
+	if warning != "" {
+		logger.Warn(warning)
+	}
+	realtime.DefaultGC().Apply() // for the process's life
+	if n := c.Service.Nice; n != nil && *n != 0 {
+		if err := realtime.Renice(*n); err != nil {
+			logger.Warn(niceWarning(*n, err))
+		}
+	}
+	if cpus, warning := c.ConfineOthers(); warning != "" {
+		logger.Warn(warning)
+	} else if cpus != nil {
+		logger.Info("threads other than the pinned loops' run on CPUs", "cpus", cpus)
+	}
+}
+
+// niceWarning says what a refused [service] nice needs.
+func niceWarning(nice int, err error) string {
+	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+		return fmt.Sprintf("service.nice = %d is not permitted, so the process's ordinary threads keep their nice value and may hand the loops their Ps late on a busy machine; grant LimitNICE=%d (or Nice=%d in the unit) or CAP_SYS_NICE, or set nice = 0", nice, nice, nice)
+	}
+	return fmt.Sprintf("service.nice = %d: %v", nice, err)
+}
