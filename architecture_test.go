@@ -31,11 +31,12 @@ var imports = map[string][]string{
 	"journal": {},
 	// MAT-files are written from readers of columns: a base package.
 	"matfile": {},
-	// The deployment files, embedded: a leaf.
-	"deploy": {},
+	// The deployment files, embedded, and the adapter's udev rule with the
+	// USB IDs its driver owns.
+	"deploy": {"dynamixel"},
 	// The service's installer: the files and the default configuration,
-	// no device (the serial port list is handed in) and no loop.
-	"install": {".", "deploy", "internal/atomicfile"},
+	// and the U2D2 as its driver tells it among the ports; no loop.
+	"install": {".", "deploy", "dynamixel", "internal/atomicfile"},
 	// Protocols and devices: the contract and nothing else of ours …
 	// … but the protocol's own stand-in for a host, which waits on a
 	// real-time thread as the master's loop does, may use the base thread

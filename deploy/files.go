@@ -9,6 +9,8 @@ import (
 	"fmt"
 
 	_ "embed"
+
+	"github.com/labbridge/bridge/dynamixel"
 )
 
 // The files `bridge install` places. Strings: they cannot be changed
@@ -23,13 +25,6 @@ var (
 	// Not installed yet: embedded so that install can ship it as tested.
 	//go:embed bridge-tap.lua
 	tapDissector string
-)
-
-// USB IDs of the ROBOTIS U2D2's FTDI FT232H, as in package dynamixel: this
-// package imports nothing of the module.
-const (
-	AdapterVendor  = "0403"
-	AdapterProduct = "6014"
 )
 
 // Unit returns bridge@.service, the template unit.
@@ -54,5 +49,5 @@ func AdapterRule(name, serial string) string {
 	return fmt.Sprintf(`SUBSYSTEM=="tty", ATTRS{idVendor}=="%s", ATTRS{idProduct}=="%s", ATTRS{serial}=="%s", `+
 		`SYMLINK+="robot-%s", GROUP="dialout", MODE="0660", ENV{ID_MM_DEVICE_IGNORE}="1", `+
 		`ATTR{device/latency_timer}="1", TAG+="systemd", ENV{SYSTEMD_WANTS}+="bridge@%s.service"`,
-		AdapterVendor, AdapterProduct, serial, name, name)
+		dynamixel.FTDIVendorID, dynamixel.U2D2Product, serial, name, name)
 }

@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 
 	"github.com/labbridge/bridge/deploy"
+	"github.com/labbridge/bridge/dynamixel"
 )
 
 // Paths on the target system; Options.Root is put in front of each. They
@@ -111,7 +112,7 @@ type Options struct {
 	// the one adapter among Ports.
 	Serial string
 	// Ports lists the serial ports; nil looks for none.
-	Ports func() ([]Port, error)
+	Ports func() ([]dynamixel.PortInfo, error)
 	// RunCommands runs Commands once the files are in place (on the
 	// running machine, Root "/"); when one fails the files are put back.
 	RunCommands bool

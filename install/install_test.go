@@ -12,6 +12,7 @@ import (
 
 	defaultconfig "github.com/labbridge/bridge"
 	"github.com/labbridge/bridge/deploy"
+	"github.com/labbridge/bridge/dynamixel"
 )
 
 // lab is a staged root, a fake binary and a user's emioapi directory with
@@ -49,12 +50,12 @@ func read(t *testing.T, path string) string {
 	return string(b)
 }
 
-func onePort(serial string) func() ([]Port, error) {
-	return func() ([]Port, error) {
-		return []Port{
+func onePort(serial string) func() ([]dynamixel.PortInfo, error) {
+	return func() ([]dynamixel.PortInfo, error) {
+		return []dynamixel.PortInfo{
 			{Path: "/dev/ttyS0"},
-			{Path: "/dev/ttyUSB0", VID: "0403", PID: "6014", Serial: serial},
-			{Path: "/dev/ttyUSB1", VID: "10c4", PID: "ea60", Serial: "0001"},
+			{IsUSB: true, Path: "/dev/ttyUSB0", VID: "0403", PID: "6014", Serial: serial},
+			{IsUSB: true, Path: "/dev/ttyUSB1", VID: "10c4", PID: "ea60", Serial: "0001"},
 		}, nil
 	}
 }
@@ -214,7 +215,7 @@ func TestInstallKeepsExistingUnlessForce(t *testing.T) {
 func TestInstallWithoutAdapter(t *testing.T) {
 	l := newLab(t)
 	o := l.options("a")
-	o.Ports = func() ([]Port, error) { return []Port{{Path: "/dev/ttyS0"}}, nil }
+	o.Ports = func() ([]dynamixel.PortInfo, error) { return []dynamixel.PortInfo{{Path: "/dev/ttyS0"}}, nil }
 	o.Emioapi = filepath.Join(t.TempDir(), "none")
 	_, out, err := l.install(t, o)
 	if err != nil {

@@ -7,25 +7,17 @@ import (
 	"strings"
 
 	"github.com/labbridge/bridge/deploy"
+	"github.com/labbridge/bridge/dynamixel"
 )
 
 var (
 	// ErrNoAdapter is no U2D2 among the serial ports.
-	ErrNoAdapter = errors.New("install: no U2D2 adapter (USB " + deploy.AdapterVendor + ":" + deploy.AdapterProduct + ") found")
+	ErrNoAdapter = errors.New("install: no U2D2 adapter (USB " + dynamixel.FTDIVendorID + ":" + dynamixel.U2D2Product + ") found")
 	// ErrManyAdapters is more than one U2D2 and no serial number to choose.
 	ErrManyAdapters = errors.New("install: more than one U2D2 adapter")
 	// ErrSerial is a serial number a udev rule cannot match.
 	ErrSerial = errors.New("install: bad adapter serial number")
 )
-
-// Port is a serial port as `bridge scan -list` lists it (package
-// dynamixel's PortInfo); the command converts, so this package needs no
-// device package.
-type Port struct {
-	Path     string // /dev/ttyUSB0
-	VID, PID string // hex, "0403"; "" when not USB
-	Serial   string // USB serial number, "FT66WCAW"
-}
 
 // CheckSerial says whether serial can go in a udev rule's ATTRS{serial}.
 func CheckSerial(serial string) error {
@@ -41,7 +33,7 @@ func CheckSerial(serial string) error {
 
 // AdapterSerial is serial when given, else the serial number of the one
 // U2D2 among the ports list returns.
-func AdapterSerial(serial string, list func() ([]Port, error)) (string, error) {
+func AdapterSerial(serial string, list func() ([]dynamixel.PortInfo, error)) (string, error) {
 	if serial != "" {
 		return serial, CheckSerial(serial)
 	}
@@ -52,9 +44,9 @@ func AdapterSerial(serial string, list func() ([]Port, error)) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("install: list the serial ports: %w", err)
 	}
-	var found []Port
+	var found []dynamixel.PortInfo
 	for _, p := range ports {
-		if strings.EqualFold(p.VID, deploy.AdapterVendor) && strings.EqualFold(p.PID, deploy.AdapterProduct) {
+		if p.IsU2D2() { // the driver's own test: "403" is "0403"
 			found = append(found, p)
 		}
 	}
@@ -76,7 +68,7 @@ func AdapterSerial(serial string, list func() ([]Port, error)) (string, error) {
 
 // PrintUdev writes the udev rule line of robot name's adapter to w: the
 // serial given, else the one U2D2's among the ports list returns.
-func PrintUdev(w io.Writer, name, serial string, list func() ([]Port, error)) error {
+func PrintUdev(w io.Writer, name, serial string, list func() ([]dynamixel.PortInfo, error)) error {
 	if err := CheckName(name); err != nil {
 		return err
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/labbridge/bridge/dynamixel"
 )
 
 // -print-udev writes the one rule line of the adapter found, serial filled
@@ -22,10 +24,11 @@ func TestInstallPrintUdev(t *testing.T) {
 	if out.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
 	}
-	// The system reports hex in either case.
+	// The U2D2 as the driver tells it: hex by value, in either case ("403"
+	// is "0403").
 	out.Reset()
-	upper := func() ([]Port, error) {
-		return []Port{{Path: "/dev/ttyUSB3", VID: "0403", PID: "6014", Serial: "X9"}}, nil
+	upper := func() ([]dynamixel.PortInfo, error) {
+		return []dynamixel.PortInfo{{IsUSB: true, Path: "/dev/ttyUSB3", VID: "403", PID: "6014", Serial: "X9"}}, nil
 	}
 	if err := PrintUdev(&out, "arm_2", "", upper); err != nil || !strings.Contains(out.String(), `ATTRS{serial}=="X9", SYMLINK+="robot-arm_2"`) {
 		t.Errorf("%v %s", err, out.String())
@@ -38,17 +41,19 @@ func TestInstallPrintUdev(t *testing.T) {
 }
 
 func TestInstallPrintUdevRefuses(t *testing.T) {
-	none := func() ([]Port, error) {
-		return []Port{{Path: "/dev/ttyS0"}, {Path: "/dev/ttyACM0", VID: "2341", PID: "0043"}}, nil
+	none := func() ([]dynamixel.PortInfo, error) {
+		return []dynamixel.PortInfo{{Path: "/dev/ttyS0"}, {IsUSB: true, Path: "/dev/ttyACM0", VID: "2341", PID: "0043"}}, nil
 	}
-	two := func() ([]Port, error) {
-		return []Port{{Path: "/dev/ttyUSB0", VID: "0403", PID: "6014", Serial: "A"}, {Path: "/dev/ttyUSB1", VID: "0403", PID: "6014", Serial: "B"}}, nil
+	two := func() ([]dynamixel.PortInfo, error) {
+		return []dynamixel.PortInfo{{IsUSB: true, Path: "/dev/ttyUSB0", VID: "0403", PID: "6014", Serial: "A"}, {IsUSB: true, Path: "/dev/ttyUSB1", VID: "0403", PID: "6014", Serial: "B"}}, nil
 	}
-	noSerial := func() ([]Port, error) { return []Port{{Path: "/dev/ttyUSB0", VID: "0403", PID: "6014"}}, nil }
-	failing := func() ([]Port, error) { return nil, errors.New("no /sys") }
+	noSerial := func() ([]dynamixel.PortInfo, error) {
+		return []dynamixel.PortInfo{{IsUSB: true, Path: "/dev/ttyUSB0", VID: "0403", PID: "6014"}}, nil
+	}
+	failing := func() ([]dynamixel.PortInfo, error) { return nil, errors.New("no /sys") }
 	for _, c := range []struct {
 		name, serial string
-		list         func() ([]Port, error)
+		list         func() ([]dynamixel.PortInfo, error)
 		want         error
 		says         string
 	}{

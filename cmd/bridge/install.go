@@ -14,24 +14,11 @@ import (
 // cmdInstall is `bridge install`: the service of one robot (package
 // install), or with -print-udev the udev rule of its adapter.
 func cmdInstall(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return installWith(ctx, args, stdout, stderr, listPorts)
-}
-
-// listPorts is the serial port list of `bridge scan -list`.
-func listPorts() ([]install.Port, error) {
-	infos, err := dynamixel.ListPorts()
-	if err != nil {
-		return nil, err
-	}
-	ports := make([]install.Port, len(infos))
-	for i, p := range infos {
-		ports[i] = install.Port{Path: p.Path, VID: p.VID, PID: p.PID, Serial: p.Serial}
-	}
-	return ports, nil
+	return installWith(ctx, args, stdout, stderr, dynamixel.ListPorts)
 }
 
 // installWith is cmdInstall with the port list given, for tests.
-func installWith(ctx context.Context, args []string, stdout, stderr io.Writer, ports func() ([]install.Port, error)) error {
+func installWith(ctx context.Context, args []string, stdout, stderr io.Writer, ports func() ([]dynamixel.PortInfo, error)) error {
 	fs := newFlagSet("install", "install -name NAME [-root DIR] [-config FILE] [-force] [-serial S] [-emioapi DIR] [-print-udev] [-run-systemctl]", stderr)
 	name := fs.String("name", "", "the robot id: bridge@NAME, /etc/bridge/NAME.toml, /dev/robot-NAME (letters, digits, '_')")
 	root := fs.String("root", "/", "install under this directory (a staged install)")

@@ -9,24 +9,25 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/labbridge/bridge/dynamixel"
 	"github.com/labbridge/bridge/install"
 )
 
-func installCLI(t *testing.T, ports func() ([]install.Port, error), args ...string) (string, string, error) {
+func installCLI(t *testing.T, ports func() ([]dynamixel.PortInfo, error), args ...string) (string, string, error) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	err := installWith(context.Background(), args, &out, &errb, ports)
 	return out.String(), errb.String(), err
 }
 
-func fakePorts(ports ...install.Port) func() ([]install.Port, error) {
-	return func() ([]install.Port, error) { return ports, nil }
+func fakePorts(ports ...dynamixel.PortInfo) func() ([]dynamixel.PortInfo, error) {
+	return func() ([]dynamixel.PortInfo, error) { return ports, nil }
 }
 
 // -print-udev prints the rule of the adapter plugged in, byte for byte, and
 // nothing else.
 func TestInstallPrintUdevCLI(t *testing.T) {
-	ports := fakePorts(install.Port{Path: "/dev/ttyS0"}, install.Port{Path: "/dev/ttyUSB0", VID: "0403", PID: "6014", Serial: "FT4TFSV1"})
+	ports := fakePorts(dynamixel.PortInfo{Path: "/dev/ttyS0"}, dynamixel.PortInfo{IsUSB: true, Path: "/dev/ttyUSB0", VID: "0403", PID: "6014", Serial: "FT4TFSV1"})
 	out, errs, err := installCLI(t, ports, "-print-udev", "-name", "a")
 	want := `SUBSYSTEM=="tty", ATTRS{idVendor}=="0403", ATTRS{idProduct}=="6014", ATTRS{serial}=="FT4TFSV1", SYMLINK+="robot-a", ` +
 		`GROUP="dialout", MODE="0660", ENV{ID_MM_DEVICE_IGNORE}="1", ATTR{device/latency_timer}="1", TAG+="systemd", ` +
@@ -35,7 +36,7 @@ func TestInstallPrintUdevCLI(t *testing.T) {
 		t.Errorf("%v\nstdout %q\nstderr %q\nwant %q", err, out, errs, want)
 	}
 	// No adapter: a clear error, a non-zero exit, nothing on stdout.
-	out, _, err = installCLI(t, fakePorts(install.Port{Path: "/dev/ttyS0"}), "-print-udev", "-name", "a")
+	out, _, err = installCLI(t, fakePorts(dynamixel.PortInfo{Path: "/dev/ttyS0"}), "-print-udev", "-name", "a")
 	if !errors.Is(err, install.ErrNoAdapter) || out != "" || !strings.Contains(err.Error(), "plug it in") {
 		t.Errorf("no adapter: %v, stdout %q", err, out)
 	}
