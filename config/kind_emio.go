@@ -202,10 +202,8 @@ func (p *EmioPlant) defaults(l *Link) {
 }
 
 func (p *EmioPlant) validate(l *Link, v *validator) {
-	switch p.Baud {
-	case 9600, 57600, 115200, 1000000, 2000000, 3000000, 4000000, 4500000:
-	default:
-		v.bad("plant.baud", p.Baud, "9600, 57600, 115200, 1000000, 2000000, 3000000, 4000000 or 4500000")
+	if _, err := dynamixel.BaudCode(p.Baud); err != nil {
+		v.bad("plant.baud", p.Baud, dynamixel.BaudList())
 	}
 	if len(p.IDs) < 1 || len(p.IDs) > emioMaxServos {
 		v.bad("plant.ids", p.IDs, fmt.Sprintf("1 to %d servo IDs (the Emio: [0, 1, 2, 3])", emioMaxServos))

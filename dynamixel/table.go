@@ -592,38 +592,42 @@ func (h HardwareError) String() string {
 	return b.String()
 }
 
+// bauds are the bit rates of the Baud Rate (address 8) codes 0..7 of
+// protocol 2.0 servos (docs/dynamixel.md).
+var bauds = [...]int{9600, 57600, 115200, 1000000, 2000000, 3000000, 4000000, 4500000}
+
+// BaudList names the bit rates a servo takes, for messages: "9600, 57600,
+// …, 4000000 or 4500000".
+func BaudList() string {
+	var b strings.Builder
+	for i, v := range bauds {
+		switch {
+		case i == len(bauds)-1:
+			b.WriteString(" or ")
+		case i > 0:
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Itoa(v))
+	}
+	return b.String()
+}
+
 // BaudFromCode maps a Baud Rate (address 8) code to bits/s.
 func BaudFromCode(code int64) (int, error) {
-	switch code {
-	case 0:
-		return 9600, nil
-	case 1:
-		return 57600, nil
-	case 2:
-		return 115200, nil
-	case 3:
-		return 1000000, nil
-	case 4:
-		return 2000000, nil
-	case 5:
-		return 3000000, nil
-	case 6:
-		return 4000000, nil
-	case 7:
-		return 4500000, nil
+	if code < 0 || code >= int64(len(bauds)) {
+		return 0, fmt.Errorf("%w: Baud Rate code %d (want 0..%d)", ErrBaud, code, len(bauds)-1)
 	}
-	return 0, fmt.Errorf("%w: Baud Rate code %d (want 0..7)", ErrBaud, code)
+	return bauds[code], nil
 }
 
 // BaudCode maps bits/s to the Baud Rate (address 8) code.
 func BaudCode(bps int) (int64, error) {
-	for code := range int64(8) {
-		if b, _ := BaudFromCode(code); b == bps {
-			return code, nil
+	for code, b := range bauds {
+		if b == bps {
+			return int64(code), nil
 		}
 	}
-	return 0, fmt.Errorf("%w: %d bit/s (want 9600, 57600, 115200, 1000000, 2000000, 3000000, 4000000 or 4500000)",
-		ErrBaud, bps)
+	return 0, fmt.Errorf("%w: %d bit/s (want %s)", ErrBaud, bps, BaudList())
 }
 
 // Emio's angle convention (docs/dynamixel.md §9): pulse 2048 is 0 rad and a

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -324,6 +325,13 @@ func TestBaud(t *testing.T) {
 	}
 	if _, err := BaudCode(230400); err == nil || err.Error()[:len("dynamixel: ")] != "dynamixel: " {
 		t.Errorf("BaudCode(230400) error = %v", err)
+	}
+	const list = "9600, 57600, 115200, 1000000, 2000000, 3000000, 4000000 or 4500000"
+	if got := BaudList(); got != list {
+		t.Errorf("BaudList() = %q, want %q", got, list)
+	}
+	if _, err := BaudCode(230400); err == nil || !strings.Contains(err.Error(), "(want "+list+")") {
+		t.Errorf("BaudCode(230400) error = %v, want the list", err)
 	}
 }
 
