@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/labbridge/bridge/dynamixel"
 )
 
 // Warnings lists what the configuration allows but will not do as
@@ -62,26 +64,6 @@ func (l *Link) spinWarning(link string) string {
 // the rest is for the UDP exchange and the loop's own work.
 const busLoad = 0.8
 
-// busTick is the time of one tick's servo transactions (docs/dynamixel.md
-// §10): a (Fast) Sync Read of the present positions and a Sync Write of
-// the goals at 10 bits a byte, one latency timer of the USB adapter for the
-// read's reply, and the servos' Return Delay Time (once for a Fast Sync
-// Read, whose replies chain; once per servo otherwise).
-func busTick(n, baud int, fast bool, latency, returnDelay time.Duration) (tick time.Duration, bytes int) {
-	// Instruction 14+n bytes; replies: one of 8+8n (fast) or n of 15;
-	// Sync Write 14+5n. Four servos: 92 and 112 bytes, as captured.
-	bytes = 14 + n + 14 + 5*n
-	delays := returnDelay
-	if fast {
-		bytes += 8 + 8*n
-	} else {
-		bytes += 15 * n
-		delays = time.Duration(n) * returnDelay
-	}
-	wire := time.Duration(bytes) * 10 * time.Second / time.Duration(baud)
-	return wire + latency + delays, bytes
-}
-
 // busWarning says when the link's rate asks more of the bus than it
 // carries, and what to change.
 func (p *EmioPlant) busWarning(l *Link, link string) string {
@@ -92,8 +74,9 @@ func (p *EmioPlant) busWarning(l *Link, link string) string {
 	case latency == 0:
 		latency, assumed = 16*time.Millisecond, " (latency_timer = 0: assumed the Linux default, 16 ms)"
 	}
-	const returnDelay = 500 * time.Microsecond // the XM430's default, 250 × 2 µs
-	tick, bytes := busTick(len(p.IDs), p.Baud, *p.FastSyncRead, latency, returnDelay)
+	returnDelay := dynamixel.DefaultReturnDelay
+	tick := dynamixel.CycleTime(len(p.IDs), p.Baud, *p.FastSyncRead, latency, returnDelay)
+	bytes := dynamixel.CycleBytes(len(p.IDs), *p.FastSyncRead)
 	period := time.Duration(float64(time.Second) / l.RateHz)
 	if float64(tick) <= busLoad*float64(period) {
 		return ""

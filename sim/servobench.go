@@ -46,7 +46,8 @@ func BenchServos(ctx context.Context, baud, cycles int, fast bool) (ServoBenchRo
 	served := make(chan error, 1)
 	go func() { served <- pt.Serve(sctx) }()
 	defer func() { stop(); <-served }()
-	m, err := emio.New(emio.Config{IDs: []byte{0, 1, 2, 3}, Mode: dynamixel.ModePosition, ProfileVelocity: 1000, Fast: fast,
+	ids := []byte{0, 1, 2, 3}
+	m, err := emio.New(emio.Config{IDs: ids, Mode: dynamixel.ModePosition, ProfileVelocity: 1000, Fast: fast,
 		Bus:  dynamixel.BusConfig{Baud: baud, Margin: 5 * time.Millisecond},
 		Open: func() (dynamixel.Port, error) { return dynamixel.OpenSerial(pt.Path(), baud) }})
 	if err != nil {
@@ -69,11 +70,8 @@ func BenchServos(ctx context.Context, baud, cycles int, fast bool) (ServoBenchRo
 		return ServoBenchRow{}, ctx.Err()
 	}
 	slices.Sort(times)
-	bytes := 112 // Sync Read request 18 + 4 replies of 15 + Sync Write 34
-	if fast {
-		bytes = 92 // Fast Sync Read: one 40-byte reply
-	}
-	wire := time.Duration(bytes) * time.Duration(int64(time.Second)*10/int64(baud))
+	bytes := dynamixel.CycleBytes(len(ids), fast)
+	wire := dynamixel.WireTime(bytes, baud)
 	med := times[len(times)/2]
 	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 	return ServoBenchRow{Baud: baud, Bytes: bytes, WireUs: us(wire), MedianUs: us(med),
