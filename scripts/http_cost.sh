@@ -10,7 +10,7 @@
 # answers. Run it from the repository's root, as root for SCHED_FIFO;
 # BRIDGE=path runs that binary instead of building one; PIN=CPU pins every
 # link's loop to that CPU ([link.loop] cpu), which keeps the process's other
-# threads off it; VREP2=1 adds a second V-REP link. CLIENTS = 0 runs quiet
+# threads off it; NICE=N sets [service] nice; VREP2=1 adds a second V-REP link. CLIENTS = 0 runs quiet
 # phases only, ROUNDS of them: a soak, a minute each.
 set -eu
 phase=${1:-65}
@@ -19,11 +19,12 @@ meca=${3:-1000}
 rounds=${4:-1}
 out=$(mktemp -d)
 if [ -n "${BRIDGE:-}" ]; then cp "$BRIDGE" "$out/bridge"; else go build -o "$out/bridge" ./cmd/bridge; fi
-awk -v hz="$meca" -v pin="${PIN:-}" '
+awk -v hz="$meca" -v pin="${PIN:-}" -v nice="${NICE:-}" '
 	/^name = "meca500"/ { m = 1 }
 	m && /^rate_hz/ { $0 = "rate_hz = " hz; m = 0 }
 	/^monitoring_interval/ && hz > 100 { $0 = "monitoring_interval = \"1ms\"" }
 	/^cpu = -1/ && pin != "" { $0 = "cpu = " pin }
+	/^nice = / && nice != "" { $0 = "nice = " nice }
 	{ print }' bridge.toml >"$out/cfg.toml"
 if [ -n "${VREP2:-}" ]; then # a second V-REP link, as the soak of docs/realtime.md §17
 	sed -n '/^name = "vrep"/,$p' bridge.toml |
