@@ -146,26 +146,31 @@ func buildVREPFrom(t *testing.T, env Env, doc string, edit func(*Link, *VREPPlan
 	return b
 }
 
+// failures is the count of the scene's failures for reason, or of all of
+// them for "".
 func failures(t *testing.T, reg prometheus.Gatherer, reason string) float64 {
 	t.Helper()
 	fams, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
+	sum, found := 0.0, false
 	for _, f := range fams {
 		if f.GetName() != "bridge_vrep_failures_total" {
 			continue
 		}
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "reason" && l.GetValue() == reason {
-					return m.GetCounter().GetValue()
+				if l.GetName() == "reason" && (reason == "" || l.GetValue() == reason) {
+					sum, found = sum+m.GetCounter().GetValue(), true
 				}
 			}
 		}
 	}
-	t.Fatalf("no bridge_vrep_failures_total{reason=%q}", reason)
-	return 0
+	if !found {
+		t.Fatalf("no bridge_vrep_failures_total{reason=%q}", reason)
+	}
+	return sum
 }
 
 // End to end over real sockets: the built-in partner's speeds reach the
@@ -233,12 +238,16 @@ func TestVREPSceneFaults(t *testing.T) {
 		fault  vrepsim.Fault
 		reason string
 	}{{vrepsim.Short, "short"}, {vrepsim.BadMagic, "magic"}, {vrepsim.CloseEarly, "closed"}} {
-		before := failures(t, reg, f.reason)
+		before, allBefore := failures(t, reg, f.reason), failures(t, reg, "")
 		scene.Inject(f.fault, 1)
 		testutil.WaitFor(t, f.reason+" counted", func() bool { return failures(t, reg, f.reason) == before+1 })
-		if s := b.Link.State(); s != bridge.Running {
-			t.Errorf("one %s reply: link %v, want running", f.reason, s)
+		// One fault alone leaves the link running; a busy machine may add
+		// failures of its own (an exchange past its timeout), and three in
+		// a row degrade it, as they should.
+		if s := b.Link.State(); s != bridge.Running && failures(t, reg, "") == allBefore+1 {
+			t.Errorf("one %s reply and no other failure: link %v, want running", f.reason, s)
 		}
+		testutil.WaitFor(t, "running again", func() bool { return b.Link.State() == bridge.Running })
 	}
 	degradedBefore := b.Link.Stale()
 	scene.Inject(vrepsim.BadMagic, 3)
