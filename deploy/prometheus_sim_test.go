@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -227,10 +228,25 @@ func start(t *testing.T, dir, bin string, args ...string) *process {
 	p := &process{name: filepath.Base(bin), cmd: exec.Command(bin, args...), out: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd.Dir = dir
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	if err := p.cmd.Start(); err != nil {
+	// Killed if the test binary dies: a timeout's panic or a kill runs no
+	// cleanup, and an orphaned bridge sim would load the machine for ever.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	started := make(chan error, 1)
+	go func() {
+		// The death signal follows the thread that started the process:
+		// this goroutine keeps that thread until the process has exited.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		err := p.cmd.Start()
+		started <- err
+		if err == nil {
+			p.cmd.Wait()
+		}
+		close(p.done)
+	}()
+	if err := <-started; err != nil {
 		t.Fatal(err)
 	}
-	go func() { p.cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {
 		p.cmd.Process.Signal(syscall.SIGTERM)
 		select {
