@@ -146,7 +146,7 @@ type Link struct {
 	down       chan struct{}
 	events     chan Event
 	lost       atomic.Uint64
-	pubState   atomic.Uint32
+	pubState   atomic.Uint64 // packState: the state and when it was entered, read as one
 	applied    atomic.Uint64
 	measured   atomic.Uint64
 	stale      atomic.Uint64
@@ -233,8 +233,14 @@ func NewLink(cfg LinkConfig, p plant.Plant, ex Exchanger, clock *realtime.Clock,
 	l.ager, _ = p.(plant.Ager)
 	l.exRep, _ = ex.(exchangeReporter)
 	l.deviceUp.Store(true)
+	l.pubState.Store(packState(l.state, clock.Now()))
 	return l, nil
 }
+
+// packState puts a state and the instant it was entered (monotonic ns, kept
+// in µs: 2^56 µs is two thousand years of uptime) in one word, so that a
+// reader never sees a state with the time of another.
+func packState(s State, at int64) uint64 { return uint64(at/1000)<<8 | uint64(s) }
 
 type nopCommandObserver struct{}
 
@@ -259,7 +265,14 @@ func (l *Link) Events() <-chan Event { return l.events }
 func (l *Link) Lost() uint64 { return l.lost.Load() }
 
 // State returns the current state; safe from any goroutine.
-func (l *Link) State() State { return State(l.pubState.Load()) }
+func (l *Link) State() State { return State(l.pubState.Load() & 0xff) }
+
+// StateSince returns the current state and when the link entered it (on
+// its clock, µs resolution); safe from any goroutine.
+func (l *Link) StateSince() (State, int64) {
+	v := l.pubState.Load()
+	return State(v & 0xff), int64(v>>8) * 1000
+}
 
 // Stale returns how many ticks sent the last measurement again because the
 // device was down.
@@ -812,9 +825,10 @@ func (l *Link) markDown() {
 func (l *Link) setState(to State, cause string, err error) {
 	from := l.state
 	l.state = to
-	l.pubState.Store(uint32(to))
+	at := l.clock.Now()
+	l.pubState.Store(packState(to, at))
 	select {
-	case l.events <- Event{Link: l.cfg.Name, From: from, To: to, Cause: cause, Err: err, At: l.clock.Now()}:
+	case l.events <- Event{Link: l.cfg.Name, From: from, To: to, Cause: cause, Err: err, At: at}:
 	default:
 		l.lost.Add(1)
 	}

@@ -763,3 +763,22 @@ func TestLackingMeasurementIsNotRunning(t *testing.T) {
 		t.Errorf("transitions %v, want ... %v", states, want)
 	}
 }
+
+// The state and the instant it was entered are read together: from the
+// link's start, and after each transition, at that transition's time.
+func TestStateSince(t *testing.T) {
+	r := newRig(t, simulink.ControllerSpec{Kind: "hold"}, nil, 5*time.Millisecond)
+	st, at := r.link.StateSince()
+	if st != r.link.State() || at <= 0 || at > r.clock.Now() {
+		t.Fatalf("new link: %v since %d (now %d)", st, at, r.clock.Now())
+	}
+	before := r.clock.Now()
+	r.untilRunning()
+	st, at = r.link.StateSince()
+	if st != bridge.Running || at < before/1000*1000 || at > r.clock.Now() {
+		t.Errorf("running since %d, want between %d and %d", at, before, r.clock.Now())
+	}
+	if d := time.Until(r.clock.Time(at)); d > time.Millisecond || d < -time.Minute {
+		t.Errorf("the wall-clock time of the transition is %v from now", d)
+	}
+}

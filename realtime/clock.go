@@ -57,6 +57,10 @@ func NewClock() *Clock {
 	return c
 }
 
+// Time is the wall-clock time of a reading ns of this clock (without Go's
+// monotonic reading: for showing and for JSON).
+func (c *Clock) Time(ns int64) time.Time { return c.baseTime.Add(time.Duration(ns - c.base)).Round(0) }
+
 // Now returns CLOCK_MONOTONIC in nanoseconds. It costs one vDSO read and does
 // not allocate.
 func (c *Clock) Now() int64 {

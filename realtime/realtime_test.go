@@ -405,3 +405,17 @@ func TestSetupThreadSettings(t *testing.T) {
 		t.Errorf("nil thread: %+v", s)
 	}
 }
+
+// Time gives a reading of the clock as wall-clock time.
+func TestClockTime(t *testing.T) {
+	c := NewClock()
+	before := time.Now()
+	n := c.Now()
+	got := c.Time(n)
+	if d := got.Sub(before); d < -time.Millisecond || d > time.Second {
+		t.Errorf("Time(Now()) is %v from time.Now()", d)
+	}
+	if d := got.Sub(c.Time(n - int64(time.Hour))); d != time.Hour {
+		t.Errorf("an hour earlier on the clock is %v earlier on the wall", d)
+	}
+}

@@ -1,52 +1,19 @@
 package main
 
 import (
-	"sync"
 	"time"
 
-	"github.com/labbridge/bridge/bridge"
 	"github.com/labbridge/bridge/config"
 	"github.com/labbridge/bridge/plant"
+	"github.com/labbridge/bridge/realtime"
 	"github.com/labbridge/bridge/statuspage"
 )
-
-// stateClock records when each link entered its state, from the
-// supervisor's events: the link itself keeps only the state.
-type stateClock struct {
-	mu    sync.Mutex
-	since map[string]stateSince
-}
-
-type stateSince struct {
-	state string
-	at    time.Time
-}
-
-func newStateClock() *stateClock { return &stateClock{since: make(map[string]stateSince)} }
-
-// onEvent is the supervisor's OnEvent. It stamps the wall clock when it sees
-// the event, a moment after the link changed: the page shows seconds.
-func (c *stateClock) onEvent(ev bridge.Event) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.since[ev.Link] = stateSince{ev.To.String(), time.Now()}
-}
-
-// at is when link entered state; zero when no event said so yet.
-func (c *stateClock) at(link, state string) time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if s := c.since[link]; s.state == state {
-		return s.at
-	}
-	return time.Time{}
-}
 
 // statusSnapshot reads every link for the status page, with the last
 // warnings and errors that ring kept (nil: none). It runs on the metrics
 // server's goroutine: the links' vectors and counters are atomics the loop
 // publishes.
-func statusSnapshot(links []*config.Built, states *stateClock, ring *logRing, from string, started time.Time) func() statuspage.Snapshot {
+func statusSnapshot(links []*config.Built, clock *realtime.Clock, ring *logRing, from string, started time.Time) func() statuspage.Snapshot {
 	return func() statuspage.Snapshot {
 		s := statuspage.Snapshot{Version: version, Config: from, Started: started, Links: make([]statuspage.Link, 0, len(links))}
 		if ring != nil {
@@ -54,7 +21,10 @@ func statusSnapshot(links []*config.Built, states *stateClock, ring *logRing, fr
 		}
 		for _, b := range links {
 			l := pageLink(b, snapshot(b))
-			l.StateSince = states.at(l.Name, l.State)
+			// The state and its time from one read of the link: the
+			// supervisor's event for it may still be on its way.
+			st, at := b.Link.StateSince()
+			l.State, l.StateSince = st.String(), clock.Time(at)
 			s.Links = append(s.Links, l)
 		}
 		return s

@@ -165,8 +165,7 @@ func wire(cfg *config.Config, from string, env config.Env, metricsAddr string) (
 		env.Logger = slog.New(withRing(env.Logger.Handler(), ring))
 	}
 	cfg.SetUpProcess(env.Partner, env.Logger)
-	states := newStateClock()
-	a := &app{logger: env.Logger, sup: bridge.NewSupervisor(bridge.SupervisorConfig{Logger: env.Logger, OnEvent: states.onEvent})}
+	a := &app{logger: env.Logger, sup: bridge.NewSupervisor(bridge.SupervisorConfig{Logger: env.Logger})}
 	reg := metrics.NewRegistry()
 	set, err := metrics.New(reg, metrics.ThisBuild(version))
 	if err != nil {
@@ -196,7 +195,7 @@ func wire(cfg *config.Config, from string, env config.Env, metricsAddr string) (
 	}
 	if metricsAddr != "" {
 		page := statuspage.New(statuspage.Config{
-			Snapshot:  statusSnapshot(a.links, states, ring, from, time.Now()),
+			Snapshot:  statusSnapshot(a.links, env.Clock, ring, from, time.Now()),
 			Thumbnail: thumbnails(a.links),
 			Resume:    a.sup.Resume,
 		})
