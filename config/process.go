@@ -43,3 +43,26 @@ func niceWarning(nice int, err error) string {
 	}
 	return fmt.Sprintf("service.nice = %d: %v", nice, err)
 }
+
+// SimLinks is the configuration of n links named link-00, link-01, … at
+// rateHz, each with the in-memory plant ([link.plant] kind = "sim"), the
+// loop settings of loop, and the defaults of every other key: what `bridge
+// bench links` runs, as bridge sim would build it. No metrics server.
+func SimLinks(n int, rateHz float64, loop LoopTable) (*Config, error) {
+	c := &Config{Service: Service{Metrics: ""}}
+	for i := range n {
+		l := Link{Name: fmt.Sprintf("link-%02d", i), RateHz: rateHz, Loop: loop, Plant: &SimPlant{}}
+		if loop.CPU != nil {
+			l.Loop.CPU = new(*loop.CPU) // each link its own, as a file's would be
+		}
+		if loop.DMALatency != nil {
+			l.Loop.DMALatency = new(*loop.DMALatency)
+		}
+		c.Links = append(c.Links, l)
+	}
+	c.fillDefaults()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -65,5 +66,27 @@ func unsetenv(t *testing.T, key string) {
 	t.Setenv(key, "") // restores the value at the end
 	if err := os.Unsetenv(key); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// SimLinks builds what bench links runs: n sim links with the loop given,
+// each its own loop table, validated; a bad loop value is refused as a
+// file's would be.
+func TestSimLinks(t *testing.T) {
+	cpu, dma := 1, false
+	c, err := SimLinks(3, 500, LoopTable{Priority: 80, CPU: &cpu, DMALatency: &dma})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Links) != 3 || c.Links[2].Name != "link-02" || c.Links[0].RateHz != 500 || c.Links[1].Plant.Kind() != "sim" ||
+		*c.Links[0].Loop.CPU != 1 || *c.Links[0].Loop.DMALatency || c.Service.Metrics != "" {
+		t.Fatalf("%+v", c.Links)
+	}
+	if c.Links[0].Loop.CPU == c.Links[1].Loop.CPU {
+		t.Error("two links share one loop table's CPU")
+	}
+	bad := 2000
+	if _, err := SimLinks(1, 500, LoopTable{Priority: 80, CPU: &bad}); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "loop.cpu") {
+		t.Errorf("cpu 2000: %v", err)
 	}
 }

@@ -124,13 +124,7 @@ func parseCounts(s string) ([]int, error) {
 // runLinks builds n links as bridge sim would (the sim plant, a built-in
 // partner each, free loopback ports), runs them, and releases them.
 func runLinks(ctx context.Context, n int, rate float64, priority, cpu int, dma bool, lc loopbench.LinksConfig) (loopbench.LinksRun, error) {
-	var doc strings.Builder
-	doc.WriteString("[service]\nmetrics = \"\"\n")
-	for i := range n {
-		fmt.Fprintf(&doc, "[[link]]\nname = \"link-%02d\"\nrate_hz = %g\n[link.loop]\npriority = %d\ncpu = %d\ndma_latency = %v\n"+
-			"[link.plant]\nkind = \"sim\"\n", i, rate, priority, cpu, dma)
-	}
-	cfg, err := config.ParseConfig([]byte(doc.String()))
+	cfg, err := config.SimLinks(n, rate, config.LoopTable{Priority: priority, CPU: &cpu, DMALatency: &dma})
 	if err != nil {
 		return loopbench.LinksRun{}, err
 	}
