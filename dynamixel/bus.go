@@ -89,16 +89,21 @@ func servoList(ids []byte) string {
 	case 1:
 		return fmt.Sprintf("servo %d", ids[0])
 	}
+	return "servos " + wordList(len(ids), "and", func(i int) int { return int(ids[i]) })
+}
+
+// wordList writes n numbers, item(0) to item(n-1), as a person would: "1,
+// 2 and 3" with last = "and".
+func wordList(n int, last string, item func(int) int) string {
 	var b strings.Builder
-	b.WriteString("servos ")
-	for i, id := range ids {
+	for i := range n {
 		switch {
-		case i == len(ids)-1:
-			b.WriteString(" and ")
+		case i == n-1 && i > 0:
+			b.WriteString(" " + last + " ")
 		case i > 0:
 			b.WriteString(", ")
 		}
-		b.WriteString(strconv.Itoa(int(id)))
+		b.WriteString(strconv.Itoa(item(i)))
 	}
 	return b.String()
 }

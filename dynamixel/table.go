@@ -599,17 +599,7 @@ var bauds = [...]int{9600, 57600, 115200, 1000000, 2000000, 3000000, 4000000, 45
 // BaudList names the bit rates a servo takes, for messages: "9600, 57600,
 // …, 4000000 or 4500000".
 func BaudList() string {
-	var b strings.Builder
-	for i, v := range bauds {
-		switch {
-		case i == len(bauds)-1:
-			b.WriteString(" or ")
-		case i > 0:
-			b.WriteString(", ")
-		}
-		b.WriteString(strconv.Itoa(v))
-	}
-	return b.String()
+	return wordList(len(bauds), "or", func(i int) int { return bauds[i] })
 }
 
 // BaudFromCode maps a Baud Rate (address 8) code to bits/s.
