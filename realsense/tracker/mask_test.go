@@ -2,6 +2,7 @@ package tracker
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -262,16 +263,7 @@ func TestPlaneMatchesMask(t *testing.T) {
 					depth[i] = uint16(rng.UintN(1200))
 				}
 			}
-			if err := thr.Mask(want, bgr, depth, w, h, lo, hi); err != nil {
-				t.Fatal(err)
-			}
-			if err := thr.Plane(c, bgr, depth, lo, hi); err != nil {
-				t.Fatal(err)
-			}
-			ref.pack(want)
-			if !slices.Equal(c.fg, ref.fg) {
-				t.Fatalf("%dx%d depth %d–%d: Plane's plane differs from the packed mask", w, h, lo, hi)
-			}
+			planeMatchesMask(t, thr, c, ref, want, bgr, depth, w, h, lo, hi, fmt.Sprintf("%dx%d depth %d–%d", w, h, lo, hi))
 			c.unpack(got)
 			sameBytes(t, "unpacked plane", got, want, w, 1)
 			gb, err := c.FindPlane(nil)
@@ -396,16 +388,23 @@ func TestPlaneGreyish(t *testing.T) {
 					depth[i] = uint16(rng.IntN(1100))
 				}
 			}
-			if err := thr.Mask(want, bgr, depth, w, h, BridgeDepthMin, BridgeDepthMax); err != nil {
-				t.Fatal(err)
-			}
-			if err := thr.Plane(c, bgr, depth, BridgeDepthMin, BridgeDepthMax); err != nil {
-				t.Fatal(err)
-			}
-			ref.pack(want)
-			if !slices.Equal(c.fg, ref.fg) {
-				t.Fatalf("%v, spread %d: Plane's plane differs from the packed mask", r, spread)
-			}
+			planeMatchesMask(t, thr, c, ref, want, bgr, depth, w, h, BridgeDepthMin, BridgeDepthMax, fmt.Sprintf("%v, spread %d", r, spread))
 		}
+	}
+}
+
+// planeMatchesMask thresholds one frame both ways, the mask into want, and
+// fails unless Plane's bit plane in c is the mask packed (into ref).
+func planeMatchesMask(t *testing.T, thr *Threshold, c, ref *Contours, want, bgr []byte, depth []uint16, w, h int, lo, hi uint16, what string) {
+	t.Helper()
+	if err := thr.Mask(want, bgr, depth, w, h, lo, hi); err != nil {
+		t.Fatal(err)
+	}
+	if err := thr.Plane(c, bgr, depth, lo, hi); err != nil {
+		t.Fatal(err)
+	}
+	ref.pack(want)
+	if !slices.Equal(c.fg, ref.fg) {
+		t.Fatalf("%s: Plane's plane differs from the packed mask", what)
 	}
 }
