@@ -2,6 +2,7 @@ package config
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -66,50 +67,52 @@ type Meca500Sim struct {
 // Kind implements Plant.
 func (p *Meca500Plant) Kind() string { return "meca500" }
 
+// defaults fills the keys the file left out with the driver's defaults
+// (meca500.DefaultConfig) for the link's period.
 func (p *Meca500Plant) defaults(l *Link) {
+	d := meca500.DefaultConfig(meca500Period(l))
 	if p.Address == "" {
 		p.Address = "sim"
 	}
 	if p.Mode == "" {
-		p.Mode = "joint_velocity"
+		p.Mode = d.Mode.String()
 	}
 	p.mode, _ = meca500.ParseMode(p.Mode)
-	setDefault(&p.Pose, true)
+	setDefault(&p.Pose, d.Pose)
 	if p.SpeedFraction == 0 {
-		p.SpeedFraction = 0.25
+		p.SpeedFraction = d.SpeedFraction
 	}
 	if p.Kp == 0 {
-		p.Kp = 2
+		p.Kp = d.Kp
 	}
-	setDefault(&p.ResetErrors, false)
-	setDefault(&p.Activate, true)
-	setDefault(&p.Home, true)
-	setDefault(&p.Resume, true)
-	if p.VelTimeout.Duration == 0 {
-		p.VelTimeout.Duration = 50 * time.Millisecond
-	}
-	period := time.Second
-	if l.RateHz > 0 && !math.IsInf(l.RateHz, 0) {
-		period = l.Period()
-	}
+	setDefault(&p.ResetErrors, d.ResetErrors)
+	setDefault(&p.Activate, d.Activate)
+	setDefault(&p.Home, d.Home)
+	setDefault(&p.Resume, d.Resume)
 	if p.Watchdog == nil {
-		// mecademicpy's rule (docs/meca500.md §9): 4 periods, at least 0.25 s.
-		p.Watchdog = &Duration{max(4*period, 250*time.Millisecond)}
+		p.Watchdog = &Duration{d.Watchdog}
 	}
-	if p.MonitoringInterval.Duration == 0 {
-		p.MonitoringInterval.Duration = min(max(period, time.Millisecond), time.Second)
-	}
-	defaultDuration(&p.ConnectTimeout, time.Second)
-	defaultDuration(&p.ReplyTimeout, 2*time.Second)
-	defaultDuration(&p.StartupTimeout, 30*time.Second)
-	defaultDuration(&p.WriteTimeout, 2*time.Millisecond)
-	defaultDuration(&p.Silence, time.Second)
+	defaultDuration(&p.VelTimeout, d.VelTimeout)
+	defaultDuration(&p.MonitoringInterval, d.MonitoringInterval)
+	defaultDuration(&p.ConnectTimeout, d.ConnectTimeout)
+	defaultDuration(&p.ReplyTimeout, d.ReplyTimeout)
+	defaultDuration(&p.StartupTimeout, d.StartupTimeout)
+	defaultDuration(&p.WriteTimeout, d.WriteTimeout)
+	defaultDuration(&p.Silence, d.Silence)
 	if p.Sim.Firmware == "" {
 		p.Sim.Firmware = "9.3.0"
 	}
 	if p.Sim.Initial == nil {
 		p.Sim.Initial = make([]float64, meca500.Joints)
 	}
+}
+
+// meca500Period is the link's period, or 0 for a rate that has none.
+func meca500Period(l *Link) time.Duration {
+	if l.RateHz > 0 && !math.IsInf(l.RateHz, 0) {
+		return l.Period()
+	}
+	return 0
 }
 
 func setDefault(b **bool, v bool) {
@@ -124,6 +127,8 @@ func defaultDuration(d *Duration, v time.Duration) {
 	}
 }
 
+// validate reports the driver's field errors under their keys, and what
+// only the file can get wrong: a mode's name, "sim", the simulated robot.
 func (p *Meca500Plant) validate(l *Link, v *validator) {
 	if _, err := meca500.ParseMode(p.Mode); err != nil {
 		v.bad("plant.mode", quote(p.Mode), "joint_velocity, cartesian_velocity or joint_position")
@@ -133,44 +138,14 @@ func (p *Meca500Plant) validate(l *Link, v *validator) {
 			v.bad("plant.address", quote(p.Address), `"sim", a host such as "192.168.0.100", or host:port`)
 		}
 	}
-	if !(p.SpeedFraction > 0 && p.SpeedFraction <= 1) {
-		v.bad("plant.speed_fraction", p.SpeedFraction, "0 < f ≤ 1 (a fraction of the R3's admissible speeds)")
+	cfg := p.driverConfig(l)
+	if p.Address == "sim" {
+		cfg.Address = "127.0.0.1" // served on a free port at build
 	}
-	if !(p.Kp > 0 && p.Kp <= 100) {
-		v.bad("plant.kp", p.Kp, "0 < kp ≤ 100 (1/s)")
-	}
-	period := time.Duration(0)
-	if l.RateHz > 0 && !math.IsInf(l.RateHz, 0) {
-		period = l.Period()
-	}
-	if d := p.VelTimeout.Duration; d < time.Millisecond || d > time.Second {
-		v.bad("plant.vel_timeout", d, "1ms..1s (SetVelTimeout)")
-	} else if d <= period {
-		v.bad("plant.vel_timeout", d, fmt.Sprintf("longer than the link's period %v, or the robot stops between ticks (3 to 5 periods is right)", period))
-	}
-	if d := p.Watchdog.Duration; d != 0 && (d < time.Millisecond || d > time.Hour) {
-		v.bad("plant.watchdog", d, "0 (off) or 1ms..1h (ConnectionWatchdog)")
-	} else if d != 0 && d <= 2*period {
-		v.bad("plant.watchdog", d, fmt.Sprintf("0 (off) or more than two periods (%v): it is refreshed once a tick", 2*period))
-	}
-	if d := p.MonitoringInterval.Duration; d < time.Millisecond || d > time.Second {
-		v.bad("plant.monitoring_interval", d, "1ms..1s (SetMonitoringInterval)")
-	} else if period > 0 && d > period {
-		v.bad("plant.monitoring_interval", d, fmt.Sprintf("at most the link's period %v, so that every tick has a fresh sample", period))
-	}
-	for _, d := range []struct {
-		key    string
-		d      Duration
-		lo, hi time.Duration
-	}{
-		{"connect_timeout", p.ConnectTimeout, 10 * time.Millisecond, time.Minute},
-		{"reply_timeout", p.ReplyTimeout, 10 * time.Millisecond, time.Minute},
-		{"startup_timeout", p.StartupTimeout, time.Second, 10 * time.Minute},
-		{"write_timeout", p.WriteTimeout, 100 * time.Microsecond, time.Second},
-		{"silence", p.Silence, 10 * time.Millisecond, time.Minute},
-	} {
-		if d.d.Duration < d.lo || d.d.Duration > d.hi {
-			v.bad("plant."+d.key, d.d.Duration, fmt.Sprintf("%v..%v", d.lo, d.hi))
+	var fe *meca500.FieldError
+	for _, err := range joined(cfg.Validate()) {
+		if errors.As(err, &fe) && fe.Field != "address" && fe.Field != "mode" {
+			v.bad("plant."+fe.Field, fe.Value, fe.Want)
 		}
 	}
 	if _, err := meca500.ParseVersion(p.Sim.Firmware); err != nil {
@@ -186,6 +161,30 @@ func (p *Meca500Plant) validate(l *Link, v *validator) {
 			}
 		}
 	}
+}
+
+// driverConfig maps the keys onto the driver's Config.
+func (p *Meca500Plant) driverConfig(l *Link) meca500.Config {
+	return meca500.Config{
+		Address: p.Address, Mode: p.mode, Pose: *p.Pose, Measured: p.Measured,
+		SpeedFraction: p.SpeedFraction, Kp: p.Kp,
+		ResetErrors: *p.ResetErrors, Activate: *p.Activate, Home: *p.Home, Resume: *p.Resume,
+		RestartAfterStop: p.RestartAfterStop, Link: l.Name, Period: meca500Period(l),
+		VelTimeout: p.VelTimeout.Duration, Watchdog: p.Watchdog.Duration, MonitoringInterval: p.MonitoringInterval.Duration,
+		ConnectTimeout: p.ConnectTimeout.Duration, ReplyTimeout: p.ReplyTimeout.Duration,
+		StartupTimeout: p.StartupTimeout.Duration, WriteTimeout: p.WriteTimeout.Duration, Silence: p.Silence.Duration,
+	}
+}
+
+// joined splits an errors.Join result into its errors.
+func joined(err error) []error {
+	if u, ok := err.(interface{ Unwrap() []error }); ok {
+		return u.Unwrap()
+	}
+	if err != nil {
+		return []error{err}
+	}
+	return nil
 }
 
 // validHostname accepts a DNS name: letters, digits, dots and dashes.
@@ -241,16 +240,8 @@ func (p *Meca500Plant) Summary() string {
 func (p *Meca500Plant) build(b *builder) (*parts, error) {
 	ps := &parts{}
 	log := b.env.Logger.With("link", b.link.Name)
-	cfg := meca500.Config{
-		Address: p.Address, Mode: p.mode, Pose: *p.Pose, Measured: p.Measured,
-		SpeedFraction: p.SpeedFraction, Kp: p.Kp,
-		ResetErrors: *p.ResetErrors, Activate: *p.Activate, Home: *p.Home, Resume: *p.Resume,
-		RestartAfterStop: p.RestartAfterStop, Link: b.link.Name,
-		VelTimeout: p.VelTimeout.Duration, Watchdog: p.Watchdog.Duration, MonitoringInterval: p.MonitoringInterval.Duration,
-		ConnectTimeout: p.ConnectTimeout.Duration, ReplyTimeout: p.ReplyTimeout.Duration,
-		StartupTimeout: p.StartupTimeout.Duration, WriteTimeout: p.WriteTimeout.Duration, Silence: p.Silence.Duration,
-		Logger: log,
-	}
+	cfg := p.driverConfig(b.link)
+	cfg.Logger = log
 	if p.Address == "sim" {
 		robot, err := p.simulatedRobot(b)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -101,6 +102,24 @@ func TestMeca500PlantConfig(t *testing.T) {
 	// A watchdog may be turned off.
 	if _, err := ParseConfig([]byte(mecaDoc + "watchdog = \"0s\"\n")); err != nil {
 		t.Errorf("watchdog off: %v", err)
+	}
+}
+
+// A file that sets no key gets the driver's defaults for the link's period:
+// config owns no default of its own.
+func TestMeca500DefaultsAreTheDrivers(t *testing.T) {
+	for _, rate := range []string{"50", "100", "1000"} {
+		c, err := ParseConfig([]byte(strings.Replace(mecaDoc, "rate_hz = 100", "rate_hz = "+rate, 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := &c.Links[0]
+		got := l.Plant.(*Meca500Plant).driverConfig(l)
+		want := meca500.DefaultConfig(l.Period())
+		got.Address, got.Link = want.Address, want.Link
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("rate %s Hz:\n config %+v\n driver %+v", rate, got, want)
+		}
 	}
 }
 

@@ -30,7 +30,7 @@ func TestTickAllocatesNothing(t *testing.T) {
 		}
 	}()
 	for _, mode := range []Mode{JointVelocity, CartesianVelocity, JointPosition} {
-		a, err := New(Config{Address: ln.Addr().String(), Mode: mode, Pose: true, Watchdog: 1e9, WriteTimeout: 10 * time.Second})
+		a, err := New(Config{Address: ln.Addr().String(), Mode: mode, Pose: true, Watchdog: 1e9, WriteTimeout: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -96,6 +96,10 @@ type Config struct {
 	// MonitoringInterval is SetMonitoringInterval (1 ms–1 s), at most
 	// the link's period.
 	MonitoringInterval time.Duration
+	// Period is the link's tick period, 0 when not streamed: the
+	// defaults of Watchdog and MonitoringInterval follow it, and
+	// Validate checks the timeouts against it.
+	Period time.Duration
 
 	Logger   *slog.Logger
 	Observer Observer
@@ -103,33 +107,53 @@ type Config struct {
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
+// DefaultConfig is the configuration of an arm streamed once every period
+// (0: not streamed), what New fills in for a zero field and what the
+// configuration file's keys default to.
+func DefaultConfig(period time.Duration) Config {
+	c := Config{
+		ConnectTimeout: time.Second,
+		ReplyTimeout:   2 * time.Second,
+		StartupTimeout: 30 * time.Second,
+		WriteTimeout:   2 * time.Millisecond,
+		Silence:        time.Second,
+		Mode:           JointVelocity,
+		Pose:           true,
+		SpeedFraction:  0.25,
+		Kp:             2,
+		Activate:       true, Home: true, Resume: true,
+		VelTimeout:         50 * time.Millisecond,
+		MonitoringInterval: 16666 * time.Microsecond,
+		Period:             period,
+	}
+	if period > 0 {
+		// mecademicpy's rule (docs/meca500.md §9): 4 periods, at least 0.25 s.
+		c.Watchdog = max(4*period, 250*time.Millisecond)
+		// A fresh sample for every tick.
+		c.MonitoringInterval = min(max(period, time.Millisecond), time.Second)
+	}
+	return c
+}
+
+// defaults fills the zero fields that have no meaning at zero from
+// DefaultConfig; the policies and the watchdog keep their zero (off).
 func (c *Config) defaults() {
-	if c.ConnectTimeout == 0 {
-		c.ConnectTimeout = time.Second
-	}
-	if c.ReplyTimeout == 0 {
-		c.ReplyTimeout = 2 * time.Second
-	}
-	if c.StartupTimeout == 0 {
-		c.StartupTimeout = 30 * time.Second
-	}
-	if c.WriteTimeout == 0 {
-		c.WriteTimeout = 2 * time.Millisecond
-	}
-	if c.Silence == 0 {
-		c.Silence = time.Second
+	d := DefaultConfig(c.Period)
+	for _, f := range []struct{ v, d *time.Duration }{
+		{&c.ConnectTimeout, &d.ConnectTimeout}, {&c.ReplyTimeout, &d.ReplyTimeout},
+		{&c.StartupTimeout, &d.StartupTimeout}, {&c.WriteTimeout, &d.WriteTimeout},
+		{&c.Silence, &d.Silence}, {&c.VelTimeout, &d.VelTimeout},
+		{&c.MonitoringInterval, &d.MonitoringInterval},
+	} {
+		if *f.v == 0 {
+			*f.v = *f.d
+		}
 	}
 	if c.SpeedFraction == 0 {
-		c.SpeedFraction = 0.25
+		c.SpeedFraction = d.SpeedFraction
 	}
 	if c.Kp == 0 {
-		c.Kp = 2
-	}
-	if c.VelTimeout == 0 {
-		c.VelTimeout = 50 * time.Millisecond
-	}
-	if c.MonitoringInterval == 0 {
-		c.MonitoringInterval = 16666 * time.Microsecond
+		c.Kp = d.Kp
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -146,28 +170,75 @@ func (c *Config) defaults() {
 	}
 }
 
-func (c *Config) check() error {
-	bad := func(key string, v any, want string) error {
-		return fmt.Errorf("%w: %s = %v, want %s", ErrConfig, key, v, want)
+// FieldError is one bad value of a Config. Field is the key a
+// configuration file gives it (vel_timeout), Want what is allowed.
+type FieldError struct {
+	Field string
+	Value any
+	Want  string
+}
+
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("meca500: %s = %v: want %s", e.Field, e.Value, e.Want)
+}
+
+// Unwrap makes every FieldError an ErrConfig.
+func (e *FieldError) Unwrap() error { return ErrConfig }
+
+// Validate checks every field and returns one *FieldError per bad value,
+// joined (errors.Join), or nil. Period, when set, is the link's: the
+// dead-man timeouts must outlast it and the monitoring must sample within it.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(field string, v any, want string) {
+		errs = append(errs, &FieldError{Field: field, Value: v, Want: want})
 	}
-	switch {
-	case c.Mode > JointPosition:
-		return bad("mode", c.Mode, "joint_velocity, cartesian_velocity or joint_position")
-	case !(c.SpeedFraction > 0 && c.SpeedFraction <= 1):
-		return bad("speed_fraction", c.SpeedFraction, "0 < f ≤ 1")
-	case !(c.Kp > 0 && c.Kp <= 100):
-		return bad("kp", c.Kp, "0 < kp ≤ 100 (1/s)")
-	case c.VelTimeout < time.Millisecond || c.VelTimeout > time.Second:
-		return bad("vel_timeout", c.VelTimeout, "1ms..1s")
-	case c.Watchdog != 0 && (c.Watchdog < time.Millisecond || c.Watchdog > time.Hour):
-		return bad("watchdog", c.Watchdog, "0 (off) or 1ms..1h")
-	case c.MonitoringInterval < time.Millisecond || c.MonitoringInterval > time.Second:
-		return bad("monitoring_interval", c.MonitoringInterval, "1ms..1s")
+	if c.Address == "" {
+		bad("address", `""`, "host or host:port, such as 192.168.0.100")
+	} else if _, _, err := net.SplitHostPort(withPort(c.Address)); err != nil {
+		bad("address", fmt.Sprintf("%q", c.Address), "host or host:port, such as 192.168.0.100")
 	}
-	if _, _, err := net.SplitHostPort(withPort(c.Address)); err != nil || c.Address == "" {
-		return bad("address", fmt.Sprintf("%q", c.Address), "host or host:port, such as 192.168.0.100")
+	if c.Mode > JointPosition {
+		bad("mode", c.Mode, "joint_velocity, cartesian_velocity or joint_position")
 	}
-	return nil
+	if !(c.SpeedFraction > 0 && c.SpeedFraction <= 1) {
+		bad("speed_fraction", c.SpeedFraction, "0 < f ≤ 1 (a fraction of the R3's admissible speeds)")
+	}
+	if !(c.Kp > 0 && c.Kp <= 100) {
+		bad("kp", c.Kp, "0 < kp ≤ 100 (1/s)")
+	}
+	period := c.Period
+	if d := c.VelTimeout; d < time.Millisecond || d > time.Second {
+		bad("vel_timeout", d, "1ms..1s (SetVelTimeout)")
+	} else if d <= period {
+		bad("vel_timeout", d, fmt.Sprintf("longer than the link's period %v, or the robot stops between ticks (3 to 5 periods is right)", period))
+	}
+	if d := c.Watchdog; d != 0 && (d < time.Millisecond || d > time.Hour) {
+		bad("watchdog", d, "0 (off) or 1ms..1h (ConnectionWatchdog)")
+	} else if d != 0 && d <= 2*period {
+		bad("watchdog", d, fmt.Sprintf("0 (off) or more than two periods (%v): it is refreshed once a tick", 2*period))
+	}
+	if d := c.MonitoringInterval; d < time.Millisecond || d > time.Second {
+		bad("monitoring_interval", d, "1ms..1s (SetMonitoringInterval)")
+	} else if period > 0 && d > period {
+		bad("monitoring_interval", d, fmt.Sprintf("at most the link's period %v, so that every tick has a fresh sample", period))
+	}
+	for _, d := range []struct {
+		key    string
+		d      time.Duration
+		lo, hi time.Duration
+	}{
+		{"connect_timeout", c.ConnectTimeout, 10 * time.Millisecond, time.Minute},
+		{"reply_timeout", c.ReplyTimeout, 10 * time.Millisecond, time.Minute},
+		{"startup_timeout", c.StartupTimeout, time.Second, 10 * time.Minute},
+		{"write_timeout", c.WriteTimeout, 100 * time.Microsecond, time.Second},
+		{"silence", c.Silence, 10 * time.Millisecond, time.Minute},
+	} {
+		if d.d < d.lo || d.d > d.hi {
+			bad(d.key, d.d, fmt.Sprintf("%v..%v", d.lo, d.hi))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // withPort adds the control port to an address without one.
@@ -322,7 +393,7 @@ type Arm struct {
 // Reopen (or Open) connects.
 func New(cfg Config) (*Arm, error) {
 	cfg.defaults()
-	if err := cfg.check(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	a := &Arm{
