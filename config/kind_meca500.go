@@ -70,7 +70,7 @@ func (p *Meca500Plant) Kind() string { return "meca500" }
 // defaults fills the keys the file left out with the driver's defaults
 // (meca500.DefaultConfig) for the link's period.
 func (p *Meca500Plant) defaults(l *Link) {
-	d := meca500.DefaultConfig(meca500Period(l))
+	d := meca500.DefaultConfig(linkPeriod(l))
 	if p.Address == "" {
 		p.Address = "sim"
 	}
@@ -107,8 +107,8 @@ func (p *Meca500Plant) defaults(l *Link) {
 	}
 }
 
-// meca500Period is the link's period, or 0 for a rate that has none.
-func meca500Period(l *Link) time.Duration {
+// linkPeriod is the link's period, or 0 for a rate that has none.
+func linkPeriod(l *Link) time.Duration {
 	if l.RateHz > 0 && !math.IsInf(l.RateHz, 0) {
 		return l.Period()
 	}
@@ -169,7 +169,7 @@ func (p *Meca500Plant) driverConfig(l *Link) meca500.Config {
 		Address: p.Address, Mode: p.mode, Pose: *p.Pose, Measured: p.Measured,
 		SpeedFraction: p.SpeedFraction, Kp: p.Kp,
 		ResetErrors: *p.ResetErrors, Activate: *p.Activate, Home: *p.Home, Resume: *p.Resume,
-		RestartAfterStop: p.RestartAfterStop, Link: l.Name, Period: meca500Period(l),
+		RestartAfterStop: p.RestartAfterStop, Link: l.Name, Period: linkPeriod(l),
 		VelTimeout: p.VelTimeout.Duration, Watchdog: p.Watchdog.Duration, MonitoringInterval: p.MonitoringInterval.Duration,
 		ConnectTimeout: p.ConnectTimeout.Duration, ReplyTimeout: p.ReplyTimeout.Duration,
 		StartupTimeout: p.StartupTimeout.Duration, WriteTimeout: p.WriteTimeout.Duration, Silence: p.Silence.Duration,

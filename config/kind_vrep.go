@@ -2,10 +2,9 @@ package config
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"math"
 	"net"
-	"slices"
 	"strings"
 	"time"
 
@@ -82,46 +81,41 @@ func (p *VREPPlant) defaults(l *Link) {
 		}
 	}
 	if p.Mode == "" {
-		p.Mode = "velocity"
+		p.Mode = vrep.Velocity.String()
 	}
 	p.mode, _ = vrep.ParseMode(p.Mode)
-	period := time.Second
-	if l.RateHz > 0 && !math.IsInf(l.RateHz, 0) {
-		period = l.Period()
+	d := vrep.DefaultConfig(p.protocol, p.mode, linkPeriod(l))
+	if p.Address == "" {
+		p.Address = d.Address
 	}
-	// The worker has a whole period for an exchange before the next
-	// tick's supersedes it.
-	defaultDuration(&p.Timeout, min(max(period, time.Millisecond), 10*time.Second))
+	defaultDuration(&p.Timeout, d.Timeout)
 	if p.MaxFailures == nil {
-		p.MaxFailures = new(3)
+		p.MaxFailures = new(d.MaxFailures)
 	}
-	defaultDuration(&p.VelTimeout, min(max(3*period, 100*time.Millisecond), time.Minute))
+	defaultDuration(&p.VelTimeout, d.VelTimeout)
 	if p.protocol == vrep.AZ {
 		if p.Measure == nil {
-			p.Measure = slices.Clone(vrep.AZMeasureNames)
+			p.Measure = d.Measure
 		}
 		if p.Command == nil {
-			p.Command = slices.Clone(vrep.AZCommandNames)
+			p.Command = d.Command
 		}
 	} else if p.Joints == nil {
-		p.Joints = slices.Clone(vrep.DefaultJoints)
+		p.Joints = d.Joints
 	}
-	setDefault(&p.Stepping, true)
-	setDefault(&p.Start, true)
-	defaultDuration(&p.ClientTimeout, 5*time.Second)
+	setDefault(&p.Stepping, d.Stepping)
+	setDefault(&p.Start, d.Start)
+	defaultDuration(&p.ClientTimeout, d.ClientTimeout)
 	n := p.commandLen()
 	if n > vrep.MaxJoints {
 		return // validate refuses the length before anything is made from it
 	}
-	limit := 10.0 // rad/s: a wheel at about 1.6 turns a second
-	if p.mode == vrep.Position {
-		limit = math.Pi
-	}
+	// The driver's range of one element, for as many as the file's vectors have.
 	if p.Min == nil {
-		p.Min = repeat(-limit, n)
+		p.Min = repeat(d.Limits[0][0], n)
 	}
 	if p.Max == nil {
-		p.Max = repeat(limit, n)
+		p.Max = repeat(d.Limits[0][1], n)
 	}
 	defaultDuration(&p.Sim.Step, 50*time.Millisecond)
 }
@@ -142,30 +136,16 @@ func (p *VREPPlant) validate(l *Link, v *validator) {
 		v.bad("plant.mode", quote(p.Mode), `"velocity" or "position"`)
 		return
 	}
-	if p.Address != "sim" {
-		if host, port, err := net.SplitHostPort(p.Address); err != nil || host == "" || port == "" {
-			v.bad("plant.address", quote(p.Address), fmt.Sprintf(`"sim", or host:port such as %q`, p.defaultAddress()))
-		}
-	}
 	for _, d := range []struct {
 		key    string
 		d      Duration
 		lo, hi time.Duration
 	}{
-		{"timeout", p.Timeout, 100 * time.Microsecond, 10 * time.Second},
-		{"vel_timeout", p.VelTimeout, time.Millisecond, time.Minute},
-		{"client_timeout", p.ClientTimeout, time.Second, time.Hour},
 		{"sim.step", p.Sim.Step, time.Millisecond, time.Second},
 	} {
 		if d.d.Duration < d.lo || d.d.Duration > d.hi {
 			v.bad("plant."+d.key, d.d.Duration, fmt.Sprintf("%v..%v", d.lo, d.hi))
 		}
-	}
-	if n := *p.MaxFailures; n < 1 || n > 1000 {
-		v.bad("plant.max_failures", n, "1..1000 exchanges in a row")
-	}
-	if l.RateHz > 0 && !math.IsInf(l.RateHz, 0) && p.VelTimeout.Duration <= l.Period() {
-		v.bad("plant.vel_timeout", p.VelTimeout.Duration, fmt.Sprintf("longer than the link's period %v, or the wheels stop between ticks (3 periods is right)", l.Period()))
 	}
 	if p.protocol == vrep.AZ {
 		for _, k := range p.zmqKeys {
@@ -175,29 +155,41 @@ func (p *VREPPlant) validate(l *Link, v *validator) {
 	if p.protocol == vrep.ZMQ && (p.Measure != nil || p.Command != nil) {
 		v.bad("plant.measure/command", "set", `nothing with protocol = "zmq": its vectors follow joints`)
 	}
-	if p.protocol == vrep.AZ {
-		validateNames(v, "plant.measure", p.Measure, vrep.AZMeasureNames, 1)
-		validateNames(v, "plant.command", p.Command, vrep.AZCommandNames, len(vrep.AZCommandNames))
-	} else {
-		if len(p.Joints) < 1 || len(p.Joints) > vrep.MaxJoints {
-			v.bad("plant.joints", len(p.Joints), fmt.Sprintf("1..%d object paths", vrep.MaxJoints))
-			return // a long list is not searched for duplicates
-		}
-		for i, j := range p.Joints {
-			if j == "" || strings.ContainsAny(j, "\x00\n") || slices.Index(p.Joints, j) != i {
-				v.bad(fmt.Sprintf("plant.joints[%d]", i), quote(j), `an object path of the scene, once, such as "/MotorLeft"`)
-			}
-		}
+	cfg := p.sceneConfig()
+	cfg.Period = linkPeriod(l)
+	if p.Address == "sim" {
+		cfg.Address = p.defaultAddress() // served on a free port at build
 	}
 	n := p.commandLen()
 	if len(p.Min) != n || len(p.Max) != n {
 		v.bad("plant.min/max", fmt.Sprint(p.Min, p.Max), fmt.Sprintf("%d values each, one per command element", n))
-		return
+		cfg.Limits = nil
 	}
-	for j := range p.Min {
-		if !(p.Min[j] <= p.Max[j]) || math.Abs(p.Min[j]) > math.MaxFloat32 || math.Abs(p.Max[j]) > math.MaxFloat32 {
-			v.bad(fmt.Sprintf("plant.min[%d]/max[%d]", j, j), fmt.Sprint(p.Min[j], " ", p.Max[j]), "finite values with min ≤ max")
+	var fe *vrep.FieldError
+	for _, err := range joined(cfg.Validate()) {
+		if !errors.As(err, &fe) {
+			continue
 		}
+		key, val, want := "plant."+fe.Field, fe.Value, fe.Want
+		switch {
+		case fe.Field == "address":
+			want = fmt.Sprintf(`"sim", or %s`, fe.Want)
+		case fe.Field == "limits":
+			continue // told above, in the file's keys
+		case strings.HasPrefix(fe.Field, "limits["):
+			j := fe.Field[len("limits[") : len(fe.Field)-1]
+			key, val = "plant.min["+j+"]/max["+j+"]", strings.Trim(fmt.Sprint(fe.Value), "[]")
+		case fe.Field == "mode" && p.protocol == vrep.AZ:
+			val = quote(p.Mode)
+		}
+		if len(fe.Allowed) > 0 {
+			if s, ok := fe.Value.(string); ok {
+				if c := Closest(strings.Trim(s, `"`), fe.Allowed); c != "" {
+					want += fmt.Sprintf(" (did you mean %q?)", c)
+				}
+			}
+		}
+		v.bad(key, val, want)
 	}
 }
 
@@ -206,29 +198,6 @@ func (p *VREPPlant) defaultAddress() string {
 		return vrep.DefaultZMQAddress
 	}
 	return vrep.DefaultAZAddress
-}
-
-// validateNames checks a mapping of an AZ link: names of allowed, each at
-// most once, at least least of them.
-func validateNames(v *validator, key string, names, allowed []string, least int) {
-	if len(names) > len(allowed) {
-		v.bad(key, fmt.Sprintf("%q", names), fmt.Sprintf("%d to %d of %s", least, len(allowed), strings.Join(allowed, ", ")))
-		return // a long list is not searched for duplicates
-	}
-	for i, n := range names {
-		if !slices.Contains(allowed, n) {
-			want := "one of " + strings.Join(allowed, ", ")
-			if c := Closest(n, allowed); c != "" {
-				want += fmt.Sprintf(" (did you mean %q?)", c)
-			}
-			v.bad(fmt.Sprintf("%s[%d]", key, i), quote(n), want)
-		} else if slices.Index(names, n) != i {
-			v.bad(fmt.Sprintf("%s[%d]", key, i), quote(n), "each element once")
-		}
-	}
-	if len(names) < least {
-		v.bad(key, fmt.Sprintf("%q", names), fmt.Sprintf("%d to %d of %s", least, len(allowed), strings.Join(allowed, ", ")))
-	}
 }
 
 // sceneConfig is the vrep.Config of the table, without the address of a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -24,6 +25,28 @@ const vrepDoc = "[[link]]\nname = \"wheels\"\nrate_hz = 20\n[link.plant]\nkind =
 
 // The V-REP link of the embedded default: its own ports, the seed's
 // vectors, a sine partner on the wheel speeds.
+
+// A file that sets no key gets the driver's defaults for the link's period,
+// protocol and mode: config owns no default of its own.
+func TestVREPDefaultsAreTheDrivers(t *testing.T) {
+	for _, extra := range []string{"", "protocol = \"zmq\"\n", "protocol = \"zmq\"\nmode = \"position\"\n"} {
+		for _, rate := range []string{"20", "1000"} {
+			c, err := ParseConfig([]byte(strings.Replace(vrepDoc, "rate_hz = 20", "rate_hz = "+rate, 1) + extra))
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := &c.Links[0]
+			p := l.Plant.(*VREPPlant)
+			got := p.sceneConfig()
+			got.Period = linkPeriod(l)
+			want := vrep.DefaultConfig(p.protocol, p.mode, l.Period())
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%q at %s Hz:\n config %+v\n driver %+v", extra, rate, got, want)
+			}
+		}
+	}
+}
+
 func TestDefaultVREPLink(t *testing.T) {
 	c, err := ParseConfig(defaultconfig.TOML())
 	if err != nil {
@@ -75,7 +98,7 @@ func TestVREPPlantConfig(t *testing.T) {
 		"protocol = \"udp\"\n":                       `plant.protocol = "udp": want "az"`,
 		"measure = [\"sim_time\", \"left_angel\"]\n": `plant.measure[1] = "left_angel": want one of sim_time, left_angle, right_angle (did you mean "left_angle"?)`,
 		"measure = [\"sim_time\", \"sim_time\"]\n":   `plant.measure[1] = "sim_time": want each element once`,
-		"command = [\"left_speed\"]\n":               `plant.command = ["left_speed"]: want 2 to 2 of left_speed, right_speed`,
+		"command = [\"left_speed\"]\n":               `plant.command = ["left_speed"]: want 2 of left_speed, right_speed`,
 		"joints = [\"/MotorLeft\"]\n":                `plant.joints = set: want nothing with protocol = "az"`,
 		"mode = \"position\"\n":                      `plant.mode = set: want nothing with protocol = "az"`,
 		"vel_timeout = \"50ms\"\n":                   "plant.vel_timeout = 50ms: want longer than the link's period 50ms",

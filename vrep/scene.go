@@ -169,6 +169,10 @@ type Config struct {
 	// VelTimeout is the dead-man of a velocity command: this long without
 	// a fresh command from Simulink, the joints are commanded zero.
 	VelTimeout time.Duration
+	// Period is the link's tick period, 0 when unknown: the defaults of
+	// Timeout and VelTimeout follow it, and Validate checks the dead-man
+	// against it.
+	Period time.Duration
 
 	Logger   *slog.Logger
 	Observer Observer
@@ -178,34 +182,66 @@ type Config struct {
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
+// DefaultConfig is the configuration of a scene of protocol p whose
+// joints are commanded in mode m, exchanged once every period (0:
+// unknown): what New fills in for a zero field and what the configuration
+// file's keys default to.
+func DefaultConfig(p Protocol, m Mode, period time.Duration) Config {
+	c := Config{Protocol: p, Mode: m, Address: DefaultAZAddress, Timeout: 50 * time.Millisecond, MaxFailures: 3,
+		Stepping: true, Start: true, ClientTimeout: 5 * time.Second, VelTimeout: 150 * time.Millisecond, Period: period}
+	if p == ZMQ {
+		c.Address = DefaultZMQAddress
+		c.Joints = slices.Clone(DefaultJoints)
+	} else {
+		c.Measure = slices.Clone(AZMeasureNames)
+		c.Command = slices.Clone(AZCommandNames)
+	}
+	if period > 0 {
+		// The worker has a whole period for an exchange before the next
+		// tick's supersedes it.
+		c.Timeout = min(max(period, time.Millisecond), 10*time.Second)
+		// Three periods: the wheels do not stop between ticks.
+		c.VelTimeout = min(max(3*period, 100*time.Millisecond), time.Minute)
+	}
+	limit := 10.0 // rad/s: a wheel at about 1.6 turns a second
+	if m == Position {
+		limit = math.Pi
+	}
+	c.Limits = make([][2]float64, c.commandLen())
+	for i := range c.Limits {
+		c.Limits[i] = [2]float64{-limit, limit}
+	}
+	return c
+}
+
+// defaults fills the zero fields from DefaultConfig; Stepping, Start and
+// the Limits keep their zero (off, and no clamping beyond the link's).
 func (c *Config) defaults() {
+	d := DefaultConfig(c.Protocol, c.Mode, c.Period)
 	if c.Address == "" {
-		c.Address = DefaultAZAddress
-		if c.Protocol == ZMQ {
-			c.Address = DefaultZMQAddress
-		}
+		c.Address = d.Address
 	}
 	if c.Timeout == 0 {
-		c.Timeout = 50 * time.Millisecond
+		c.Timeout = d.Timeout
 	}
 	if c.MaxFailures == 0 {
-		c.MaxFailures = 3
+		c.MaxFailures = d.MaxFailures
 	}
 	if c.Protocol == AZ {
 		if len(c.Measure) == 0 {
-			c.Measure = AZMeasureNames
+			c.Measure = d.Measure
 		}
 		if len(c.Command) == 0 {
-			c.Command = AZCommandNames
+			c.Command = d.Command
 		}
 	} else if len(c.Joints) == 0 {
-		c.Joints = DefaultJoints
+		c.Joints = d.Joints
 	}
 	if c.ClientTimeout == 0 {
-		c.ClientTimeout = 5 * time.Second
+		c.ClientTimeout = d.ClientTimeout
 	}
 	if c.VelTimeout == 0 {
-		c.VelTimeout = 150 * time.Millisecond
+		c.VelTimeout = d.VelTimeout
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -218,74 +254,111 @@ func (c *Config) defaults() {
 	}
 }
 
-func (c *Config) check() error {
-	bad := func(key string, v any, want string) error {
-		return fmt.Errorf("%w: %s = %v, want %s", ErrConfig, key, v, want)
+// FieldError is one bad value of a Config. Field is the key a
+// configuration file gives it (vel_timeout, joints[2]), Want what is
+// allowed; Allowed, when set, the names the value had to be one of.
+type FieldError struct {
+	Field   string
+	Value   any
+	Want    string
+	Allowed []string
+}
+
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("vrep: %s = %v: want %s", e.Field, e.Value, e.Want)
+}
+
+// Unwrap makes every FieldError an ErrConfig.
+func (e *FieldError) Unwrap() error { return ErrConfig }
+
+// Validate checks every field and returns one *FieldError per bad value,
+// joined (errors.Join), or nil. Period, when set, is the link's: the
+// dead-man must outlast it.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(field string, v any, want string) {
+		errs = append(errs, &FieldError{Field: field, Value: v, Want: want})
 	}
-	if _, _, err := net.SplitHostPort(c.Address); err != nil {
-		return bad("address", fmt.Sprintf("%q", c.Address), "host:port such as "+DefaultAZAddress)
+	if host, port, err := net.SplitHostPort(c.Address); err != nil || host == "" || port == "" {
+		def := DefaultAZAddress
+		if c.Protocol == ZMQ {
+			def = DefaultZMQAddress
+		}
+		bad("address", fmt.Sprintf("%q", c.Address), fmt.Sprintf("host:port such as %q", def))
 	}
-	if c.Timeout < 100*time.Microsecond || c.Timeout > 10*time.Second {
-		return bad("timeout", c.Timeout, "100µs..10s")
+	for _, d := range []struct {
+		key    string
+		d      time.Duration
+		lo, hi time.Duration
+	}{
+		{"timeout", c.Timeout, 100 * time.Microsecond, 10 * time.Second},
+		{"vel_timeout", c.VelTimeout, time.Millisecond, time.Minute},
+	} {
+		if d.d < d.lo || d.d > d.hi {
+			bad(d.key, d.d, fmt.Sprintf("%v..%v", d.lo, d.hi))
+		}
+	}
+	if c.Period > 0 && c.VelTimeout <= c.Period {
+		bad("vel_timeout", c.VelTimeout, fmt.Sprintf("longer than the link's period %v, or the wheels stop between ticks (3 periods is right)", c.Period))
 	}
 	if c.MaxFailures < 1 || c.MaxFailures > 1000 {
-		return bad("max_failures", c.MaxFailures, "1..1000")
-	}
-	if c.VelTimeout < time.Millisecond || c.VelTimeout > time.Minute {
-		return bad("vel_timeout", c.VelTimeout, "1ms..1m")
+		bad("max_failures", c.MaxFailures, "1..1000 exchanges in a row")
 	}
 	if c.Protocol == AZ {
 		if c.Mode != Velocity {
-			return bad("mode", c.Mode, "velocity: the AZ script sets target velocities")
+			bad("mode", c.Mode, "velocity: the AZ script sets target velocities")
 		}
-		if err := checkNames("measure", c.Measure, AZMeasureNames, 1); err != nil {
-			return err
-		}
-		if err := checkNames("command", c.Command, AZCommandNames, len(AZCommandNames)); err != nil {
-			return err
-		}
+		errs = append(errs, checkNames("measure", c.Measure, AZMeasureNames, 1)...)
+		errs = append(errs, checkNames("command", c.Command, AZCommandNames, len(AZCommandNames))...)
 	} else {
-		if len(c.Joints) > MaxJoints {
-			return bad("joints", len(c.Joints), fmt.Sprintf("at most %d joints", MaxJoints))
+		if c.ClientTimeout < time.Second || c.ClientTimeout > time.Hour {
+			bad("client_timeout", c.ClientTimeout, "1s..1h")
+		}
+		if len(c.Joints) < 1 || len(c.Joints) > MaxJoints {
+			bad("joints", len(c.Joints), fmt.Sprintf("1..%d object paths", MaxJoints))
+			return errors.Join(errs...) // a long list is not searched for duplicates
 		}
 		for i, j := range c.Joints {
-			if j == "" || strings.ContainsAny(j, "\x00\n") {
-				return bad(fmt.Sprintf("joints[%d]", i), fmt.Sprintf("%q", j), `an object path such as "/MotorLeft"`)
+			if j == "" || strings.ContainsAny(j, "\x00\n") || slices.Index(c.Joints, j) != i {
+				bad(fmt.Sprintf("joints[%d]", i), fmt.Sprintf("%q", j), `an object path of the scene, once, such as "/MotorLeft"`)
 			}
-		}
-		if c.ClientTimeout < time.Second || c.ClientTimeout > time.Hour {
-			return bad("client_timeout", c.ClientTimeout, "1s..1h")
 		}
 	}
 	n := c.commandLen()
 	if c.Limits != nil && len(c.Limits) != n {
-		return bad("limits", len(c.Limits), fmt.Sprintf("%d ranges, one per command element", n))
+		bad("limits", len(c.Limits), fmt.Sprintf("%d ranges, one per command element", n))
+		return errors.Join(errs...)
 	}
 	for i, l := range c.Limits {
 		if !(l[0] <= l[1]) || math.Abs(l[0]) > math.MaxFloat32 || math.Abs(l[1]) > math.MaxFloat32 {
-			return bad(fmt.Sprintf("limits[%d]", i), l, "min ≤ max, both finite float32 values")
+			bad(fmt.Sprintf("limits[%d]", i), l, "finite values with min ≤ max")
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
-// checkNames checks a mapping: names from allowed, each at most once, and
-// at least least of them.
-func checkNames(key string, names, allowed []string, least int) error {
-	seen := map[string]bool{}
+// checkNames checks a mapping of an AZ link: names from allowed, each at
+// most once, at least least of them.
+func checkNames(key string, names, allowed []string, least int) []error {
+	want := fmt.Sprintf("%d to %d of %s", least, len(allowed), strings.Join(allowed, ", "))
+	if least == len(allowed) {
+		want = fmt.Sprintf("%d of %s", least, strings.Join(allowed, ", "))
+	}
+	if len(names) > len(allowed) || len(names) < least {
+		// A long list is not searched for duplicates.
+		return []error{&FieldError{Field: key, Value: fmt.Sprintf("%q", names), Want: want}}
+	}
+	var errs []error
 	for i, n := range names {
-		if !slices.Contains(allowed, n) {
-			return fmt.Errorf("%w: %s[%d] = %q, want one of %s", ErrConfig, key, i, n, strings.Join(allowed, ", "))
+		switch {
+		case !slices.Contains(allowed, n):
+			errs = append(errs, &FieldError{Field: fmt.Sprintf("%s[%d]", key, i), Value: fmt.Sprintf("%q", n),
+				Want: "one of " + strings.Join(allowed, ", "), Allowed: allowed})
+		case slices.Index(names, n) != i:
+			errs = append(errs, &FieldError{Field: fmt.Sprintf("%s[%d]", key, i), Value: fmt.Sprintf("%q", n), Want: "each element once"})
 		}
-		if seen[n] {
-			return fmt.Errorf("%w: %s names %q twice", ErrConfig, key, n)
-		}
-		seen[n] = true
 	}
-	if len(names) < least {
-		return fmt.Errorf("%w: %s = %q, want %d of %s", ErrConfig, key, names, least, strings.Join(allowed, ", "))
-	}
-	return nil
+	return errs
 }
 
 func (c *Config) commandLen() int {
@@ -417,7 +490,7 @@ type Scene struct {
 // supervisor's Reopen) connects, Serve runs its worker.
 func New(cfg Config) (*Scene, error) {
 	cfg.defaults()
-	if err := cfg.check(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	s := &Scene{cfg: cfg, log: cfg.Logger.With("scene", cfg.Address), obs: cfg.Observer, layout: Layout(cfg),

@@ -242,18 +242,41 @@ func TestSceneAllocs(t *testing.T) {
 	}
 }
 
+// The defaults validate for either protocol and mode at the rates a link
+// runs, and have one range per command element.
+func TestDefaultConfig(t *testing.T) {
+	for _, p := range []vrep.Protocol{vrep.AZ, vrep.ZMQ} {
+		for _, m := range []vrep.Mode{vrep.Velocity, vrep.Position} {
+			if p == vrep.AZ && m == vrep.Position {
+				continue
+			}
+			for _, period := range []time.Duration{0, time.Millisecond, 50 * time.Millisecond, time.Second} {
+				c := vrep.DefaultConfig(p, m, period)
+				if err := c.Validate(); err != nil {
+					t.Errorf("%v %v at %v: %v", p, m, period, err)
+				}
+				if len(c.Limits) != vrep.Layout(c).CommandLen() {
+					t.Errorf("%v %v: %d limits for %d command elements", p, m, len(c.Limits), vrep.Layout(c).CommandLen())
+				}
+			}
+		}
+	}
+}
+
 func TestSceneConfigErrors(t *testing.T) {
 	for _, c := range []struct {
 		cfg  vrep.Config
 		want string
 	}{
 		{vrep.Config{Address: "nowhere"}, "address"},
-		{vrep.Config{Measure: []string{"sim_time", "sim_time"}}, "twice"},
+		{vrep.Config{Measure: []string{"sim_time", "sim_time"}}, `measure[1] = "sim_time": want each element once`},
 		{vrep.Config{Command: []string{"left_speed"}}, "want 2 of"},
 		{vrep.Config{Command: []string{"left_speed", "up_speed"}}, `command[1] = "up_speed"`},
 		{vrep.Config{Mode: vrep.Position}, "velocity"},
 		{vrep.Config{Timeout: time.Nanosecond}, "timeout"},
 		{vrep.Config{Protocol: vrep.ZMQ, Joints: []string{""}}, "joints[0]"},
+		{vrep.Config{Protocol: vrep.ZMQ, Joints: []string{"/a", "/b", "/a"}}, `joints[2] = "/a": want an object path of the scene, once`},
+		{vrep.Config{VelTimeout: 20 * time.Millisecond, Period: 50 * time.Millisecond}, "longer than the link's period 50ms"},
 	} {
 		_, err := vrep.New(c.cfg)
 		if !errors.Is(err, vrep.ErrConfig) || !strings.Contains(err.Error(), c.want) {
