@@ -2,6 +2,7 @@ package config
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -131,44 +132,57 @@ func (p *EmioPlant) lockedThreads() int {
 	return 0
 }
 
-// emioMaxServos bounds plant.ids: one Dynamixel bus of an Emio-shaped arm.
-const emioMaxServos = 16
+// emioModes are plant.mode's names of the servos' operating modes.
+var emioModes = map[dynamixel.OperatingMode]string{dynamixel.ModePosition: "position", dynamixel.ModeExtendedPosition: "extended"}
+
+// emioMode is the operating mode a plant.mode names.
+func emioMode(name string) (dynamixel.OperatingMode, bool) {
+	for m, n := range emioModes {
+		if n == name {
+			return m, true
+		}
+	}
+	return 0, false
+}
 
 func (p *EmioPlant) defaults(l *Link) {
 	if p.KindName == "" {
 		p.KindName = "emio"
 	}
+	d := emio.DefaultConfig()
 	if p.NbMarkers == nil {
-		p.NbMarkers = new(1)
+		p.NbMarkers = new(d.Markers)
 	}
 	if p.Port == "" {
-		p.Port = "auto"
+		p.Port = d.Port
 	}
 	if p.Baud == 0 {
-		p.Baud = 1000000
+		p.Baud = d.Bus.Baud
 	}
 	if p.IDs == nil {
-		p.IDs = []int{0, 1, 2, 3}
+		for _, id := range d.IDs {
+			p.IDs = append(p.IDs, int(id))
+		}
 	}
 	if p.Mode == "" {
-		p.Mode = "position"
+		p.Mode = emioModes[d.Mode]
 	}
 	if p.ProfileVelocity == nil {
-		p.ProfileVelocity = new(1000)
+		p.ProfileVelocity = new(int(d.ProfileVelocity))
 	}
 	if p.RejoinSpeed == nil {
-		p.RejoinSpeed = new(emio.DefaultRejoinSpeed)
+		p.RejoinSpeed = new(d.RejoinSpeed)
 	}
 	if p.FastSyncRead == nil {
-		p.FastSyncRead = new(true)
+		p.FastSyncRead = new(d.Fast)
 	}
 	// Too many IDs allocate nothing here: validate refuses them first.
-	if n := len(p.IDs); n >= 1 && n <= emioMaxServos {
+	if n := len(p.IDs); n >= 1 && n <= emio.MaxServos {
 		if p.Min == nil {
-			p.Min = repeat(-math.Pi/2, n)
+			p.Min = repeat(emio.DefaultMin, n)
 		}
 		if p.Max == nil {
-			p.Max = repeat(math.Pi/2, n)
+			p.Max = repeat(emio.DefaultMax, n)
 		}
 	}
 	c := &p.Camera
@@ -202,47 +216,41 @@ func (p *EmioPlant) defaults(l *Link) {
 }
 
 func (p *EmioPlant) validate(l *Link, v *validator) {
-	if _, err := dynamixel.BaudCode(p.Baud); err != nil {
-		v.bad("plant.baud", p.Baud, dynamixel.BaudList())
-	}
-	if len(p.IDs) < 1 || len(p.IDs) > emioMaxServos {
-		v.bad("plant.ids", p.IDs, fmt.Sprintf("1 to %d servo IDs (the Emio: [0, 1, 2, 3])", emioMaxServos))
-		return
-	}
-	seen := map[int]bool{}
-	for _, id := range p.IDs {
-		if id < 0 || id > int(dynamixel.MaxID) || seen[id] {
-			v.bad("plant.ids", p.IDs, fmt.Sprintf("distinct IDs in 0..%d", dynamixel.MaxID))
-			return
-		}
-		seen[id] = true
-	}
-	if p.Mode != "position" && p.Mode != "extended" {
+	if _, ok := emioMode(p.Mode); !ok {
 		v.bad("plant.mode", quote(p.Mode), "position or extended")
 	}
-	if x := *p.ProfileVelocity; x < 0 || x > 32767 {
-		v.bad("plant.profile_velocity", x, "0..32767 (× 0.229 rpm; 0 = unlimited)")
+	servos := p.servoConfig(l)
+	var fe *emio.FieldError
+	idsBad := false
+	for _, err := range joined(servos.Validate()) {
+		if !errors.As(err, &fe) {
+			continue
+		}
+		switch fe.Field {
+		case "mode", "period":
+			continue // the file's mode is checked above; the period is the link's
+		case "ids":
+			idsBad = true
+			v.bad("plant.ids", p.IDs, fe.Want)
+			continue
+		}
+		v.bad("plant."+fe.Field, fe.Value, fe.Want)
 	}
-	if x := *p.RejoinSpeed; !(x >= emio.MinRejoinSpeed && x <= emio.MaxRejoinSpeed) {
-		v.bad("plant.rejoin_speed", x, fmt.Sprintf("%v..%v rad/s: how fast the servos go to the command after a power cycle (1 = 57°/s); "+
-			"there is no off: %v rejoins as fast as the servos turn", emio.MinRejoinSpeed, emio.MaxRejoinSpeed, emio.MaxRejoinSpeed))
-	}
-	if d := p.LatencyTimer.Duration; d < 0 || d > 255*time.Millisecond {
-		v.bad("plant.latency_timer", d, "0..255ms (0 = read it from the adapter, else 16ms)")
+	if idsBad {
+		return
 	}
 	validateLimits(v, p.Min, p.Max, len(p.IDs))
 	c := &p.Camera
 	nm := *p.NbMarkers
 	switch {
-	case nm < 0 || nm > maxMarkers:
-		v.bad("plant.nb_markers", nm, fmt.Sprintf("0..%d (the shipped models use 1 or 2)", maxMarkers))
-		return
+	case nm < 0 || nm > emio.MaxMarkers:
+		return // the driver's error, above
 	case nm < 1 && c.Kind != "none":
-		v.bad("plant.nb_markers", nm, "1..16 with a camera")
+		v.bad("plant.nb_markers", nm, fmt.Sprintf("1..%d with a camera", emio.MaxMarkers))
 		return
 	case nm < 1 && (p.Y0 != nil || p.J != nil):
 		// One error for the one mistake: y0 and j model markers.
-		v.bad("plant.nb_markers", nm, "1..16 with y0 and j (they model the markers); or remove y0 and j")
+		v.bad("plant.nb_markers", nm, fmt.Sprintf("1..%d with y0 and j (they model the markers); or remove y0 and j", emio.MaxMarkers))
 		return
 	}
 	validateMarkerModel(v, p.Y0, p.J, nm, len(p.IDs))
@@ -303,6 +311,30 @@ func (p *EmioPlant) validate(l *Link, v *validator) {
 	}
 }
 
+// servoConfig maps the keys onto the servos' emio.Config. An ID outside a
+// byte becomes 255, which Validate refuses as it would the file's value.
+func (p *EmioPlant) servoConfig(l *Link) emio.Config {
+	ids := make([]byte, len(p.IDs))
+	for i, id := range p.IDs {
+		ids[i] = byte(min(max(id, 0), 255))
+		if id < 0 {
+			ids[i] = 255
+		}
+	}
+	mode, _ := emioMode(p.Mode)
+	bus := dynamixel.DefaultBusConfig()
+	bus.Baud, bus.LatencyTimer = p.Baud, p.LatencyTimer.Duration
+	return emio.Config{
+		IDs: ids, Mode: mode, ProfileVelocity: int64(*p.ProfileVelocity), Markers: *p.NbMarkers, Fast: *p.FastSyncRead,
+		Link: l.Name, Port: p.Port, Bus: bus,
+		// The rejoin after a power cycle moves each goal at most
+		// rejoin_speed per second of ticks.
+		Period: linkPeriod(l), RejoinSpeed: *p.RejoinSpeed,
+		// Each servo's temperature about once a second, whatever the rate.
+		StatusEvery: max(1, int(l.RateHz)/max(len(ids), 1)),
+	}
+}
+
 // Layout implements Plant: emio.Layout.
 func (p *EmioPlant) Layout() plant.Layout { return emio.Layout(*p.NbMarkers, len(p.IDs)) }
 
@@ -332,25 +364,10 @@ func (p *EmioPlant) Summary() string {
 
 func (p *EmioPlant) build(b *builder) (*parts, error) {
 	ps := &parts{}
-	ids := make([]byte, len(p.IDs))
-	for i, id := range p.IDs {
-		ids[i] = byte(id)
-	}
-	mode := dynamixel.ModePosition
-	if p.Mode == "extended" {
-		mode = dynamixel.ModeExtendedPosition
-	}
-	log := b.env.Logger.With("link", b.link.Name)
-	cfg := emio.Config{
-		IDs: ids, Mode: mode, ProfileVelocity: int64(*p.ProfileVelocity), Markers: *p.NbMarkers, Fast: *p.FastSyncRead,
-		Logger: log, Link: b.link.Name,
-		// The rejoin after a power cycle moves each goal at most
-		// rejoin_speed per second of ticks.
-		Period: b.link.Period(), RejoinSpeed: *p.RejoinSpeed,
-		// Each servo's temperature about once a second, whatever the rate.
-		StatusEvery: max(1, int(b.link.RateHz)/len(ids)),
-	}
-	latency, margin := p.LatencyTimer.Duration, 3*time.Millisecond
+	cfg := p.servoConfig(b.link)
+	ids := cfg.IDs
+	cfg.Logger = b.env.Logger.With("link", b.link.Name)
+	latency, margin := p.LatencyTimer.Duration, cfg.Bus.Margin
 	var servos *dxlsim.Bus
 	if p.Port == "sim" {
 		var err error
@@ -364,7 +381,7 @@ func (p *EmioPlant) build(b *builder) (*parts, error) {
 	} else {
 		cfg.Port = p.Port
 	}
-	cfg.Bus = dynamixel.BusConfig{Baud: p.Baud, LatencyTimer: latency, ReturnDelay: 500 * time.Microsecond, Margin: margin}
+	cfg.Bus.LatencyTimer, cfg.Bus.Margin = latency, margin
 	if p.Camera.Kind != "none" {
 		cam, err := p.camera(b, ps, servos, ids)
 		if err != nil {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -48,5 +49,29 @@ func TestEmioRejoinSpeed(t *testing.T) {
 	if _, err := ParseConfig([]byte("[[link]]\nname = \"a\"\n[link.plant]\nkind = \"sim\"\nrejoin_speed = 1.0\n")); err == nil ||
 		!strings.Contains(err.Error(), `it belongs to kind "emio"`) {
 		t.Errorf("rejoin_speed in a sim plant: %v", err)
+	}
+}
+
+// A file that sets no key gets the driver's defaults: config owns no default
+// of its own for the servos (the link's period and the status reads follow
+// the link's rate).
+func TestEmioDefaultsAreTheDrivers(t *testing.T) {
+	c, err := ParseConfig([]byte("[[link]]\nname = \"a\"\nrate_hz = 30\n[link.plant]\nkind = \"emio\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &c.Links[0]
+	p := l.Plant.(*EmioPlant)
+	got, want := p.servoConfig(l), emio.DefaultConfig()
+	if !reflect.DeepEqual(got.IDs, want.IDs) || got.Mode != want.Mode || got.ProfileVelocity != want.ProfileVelocity ||
+		got.Markers != want.Markers || got.Fast != want.Fast || got.Bus.Baud != want.Bus.Baud || got.Port != want.Port ||
+		got.RejoinSpeed != want.RejoinSpeed || got.Period != want.Period {
+		t.Errorf("config %+v\ndriver %+v", got, want)
+	}
+	if p.Min[0] != emio.DefaultMin || p.Max[3] != emio.DefaultMax {
+		t.Errorf("limits %v..%v, want the driver's %v..%v", p.Min, p.Max, emio.DefaultMin, emio.DefaultMax)
+	}
+	if err := got.Validate(); err != nil {
+		t.Errorf("the defaults do not validate: %v", err)
 	}
 }

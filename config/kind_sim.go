@@ -58,10 +58,10 @@ func (p *SimPlant) defaults(*Link) {
 	}
 }
 
-// simMaxMotors and maxMarkers bound the counts of the Emio-shaped kinds.
+// The counts of the Emio-shaped simulated plant are the Emio's.
 const (
-	simMaxMotors = 16
-	maxMarkers   = 16
+	simMaxMotors = emio.MaxServos
+	maxMarkers   = emio.MaxMarkers
 )
 
 func (p *SimPlant) validate(_ *Link, v *validator) {

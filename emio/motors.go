@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"math"
 	"math/bits"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -213,50 +214,114 @@ type Motors struct {
 	stopTorque []int8
 }
 
-// New checks cfg; nothing is opened until Open.
-func New(cfg Config) (*Motors, error) {
-	switch {
-	case len(cfg.IDs) == 0 || len(cfg.IDs) > 16:
-		return nil, fmt.Errorf("%w: %d IDs, want 1..16", ErrConfig, len(cfg.IDs))
-	case cfg.Mode != dynamixel.ModePosition && cfg.Mode != dynamixel.ModeExtendedPosition:
-		return nil, fmt.Errorf("%w: operating mode %v, want position (3) or extended position (4)", ErrConfig, cfg.Mode)
-	case cfg.ProfileVelocity < 0 || cfg.ProfileVelocity > 32767:
-		return nil, fmt.Errorf("%w: profile velocity %d, want 0..32767", ErrConfig, cfg.ProfileVelocity)
-	case cfg.Markers < 0 || cfg.Markers > 16:
-		return nil, fmt.Errorf("%w: %d markers, want 0..16", ErrConfig, cfg.Markers)
-	case cfg.Open == nil && cfg.Port == "":
-		return nil, fmt.Errorf("%w: no serial port (want a port spec such as \"auto\" or \"/dev/ttyUSB0\")", ErrConfig)
+// The counts and ranges of an Emio-shaped arm.
+const (
+	// MaxServos bounds Config.IDs: one Dynamixel bus.
+	MaxServos = 16
+	// MaxMarkers bounds Config.Markers (the shipped models use 1 or 2).
+	MaxMarkers = 16
+	// MaxProfileVelocity is Profile Velocity's range (× 0.229 rpm).
+	MaxProfileVelocity = 32767
+	// DefaultMin and DefaultMax are the command range of each servo (rad)
+	// that a link clamps to by default: a quarter turn either way of the
+	// centre, the Emio's legs' travel.
+	DefaultMin, DefaultMax = -math.Pi / 2, math.Pi / 2
+)
+
+// DefaultConfig is the Emio as emioapi drives it: servos 0–3 in position
+// mode at profile velocity 1000 on a 1 Mbps bus found automatically, one
+// marker, emioapi's 30 Hz. It is what the configuration file's keys
+// default to; New takes the zero fields that have no meaning at zero
+// (MaxMisses, StatusEvery, Period, RejoinSpeed) from it too.
+func DefaultConfig() Config {
+	bus := dynamixel.DefaultBusConfig()
+	return Config{IDs: []byte{0, 1, 2, 3}, Mode: dynamixel.ModePosition, ProfileVelocity: 1000, Markers: 1, Fast: true,
+		Bus: dynamixel.BusConfig{Baud: bus.Baud}, Port: "auto", MaxMisses: 3, Period: time.Second / 30, RejoinSpeed: DefaultRejoinSpeed}
+}
+
+// FieldError is one bad value of a Config. Field is the key a
+// configuration file gives it (profile_velocity), Want what is allowed.
+type FieldError struct {
+	Field string
+	Value any
+	Want  string
+}
+
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("emio: %s = %v: want %s", e.Field, e.Value, e.Want)
+}
+
+// Unwrap makes every FieldError an ErrConfig.
+func (e *FieldError) Unwrap() error { return ErrConfig }
+
+// Validate checks every field and returns one *FieldError per bad value,
+// joined (errors.Join), or nil.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(field string, v any, want string) {
+		errs = append(errs, &FieldError{Field: field, Value: v, Want: want})
 	}
-	for i, id := range cfg.IDs {
-		if id > dynamixel.MaxID {
-			return nil, fmt.Errorf("%w: ID %d, want 0..%d", ErrConfig, id, dynamixel.MaxID)
-		}
-		for _, prev := range cfg.IDs[:i] {
-			if prev == id {
-				return nil, fmt.Errorf("%w: ID %d listed twice", ErrConfig, id)
+	if len(c.IDs) < 1 || len(c.IDs) > MaxServos {
+		bad("ids", c.IDs, fmt.Sprintf("1 to %d servo IDs (the Emio: [0, 1, 2, 3])", MaxServos))
+	} else {
+		for i, id := range c.IDs {
+			if id > dynamixel.MaxID || slices.Index(c.IDs, id) != i {
+				bad("ids", c.IDs, fmt.Sprintf("distinct IDs in 0..%d", dynamixel.MaxID))
+				break
 			}
 		}
 	}
+	if c.Mode != dynamixel.ModePosition && c.Mode != dynamixel.ModeExtendedPosition {
+		bad("mode", c.Mode, "position or extended")
+	}
+	if x := c.ProfileVelocity; x < 0 || x > MaxProfileVelocity {
+		bad("profile_velocity", x, fmt.Sprintf("0..%d (× 0.229 rpm; 0 = unlimited)", MaxProfileVelocity))
+	}
+	if x := c.RejoinSpeed; !(x >= MinRejoinSpeed && x <= MaxRejoinSpeed) {
+		bad("rejoin_speed", x, fmt.Sprintf("%v..%v rad/s: how fast the servos go to the command after a power cycle (1 = 57°/s); "+
+			"there is no off: %v rejoins as fast as the servos turn", MinRejoinSpeed, MaxRejoinSpeed, MaxRejoinSpeed))
+	}
+	if x := c.Markers; x < 0 || x > MaxMarkers {
+		bad("nb_markers", x, fmt.Sprintf("0..%d (the shipped models use 1 or 2)", MaxMarkers))
+	}
+	if c.Bus.Baud != 0 {
+		if _, err := dynamixel.BaudCode(c.Bus.Baud); err != nil {
+			bad("baud", c.Bus.Baud, dynamixel.BaudList())
+		}
+	}
+	if d := c.Bus.LatencyTimer; d < 0 || d > 255*time.Millisecond {
+		bad("latency_timer", d, "0..255ms (0 = read it from the adapter, else 16ms)")
+	}
+	if c.Open == nil && c.Port == "" {
+		bad("port", `""`, `a port spec such as "auto" or "/dev/ttyUSB0"`)
+	}
+	if c.Period <= 0 || c.Period > 10*time.Second {
+		bad("period", c.Period, "0 < period ≤ 10s")
+	}
+	return errors.Join(errs...)
+}
+
+// New checks cfg (Validate) after filling its zero MaxMisses, StatusEvery,
+// Period and RejoinSpeed from DefaultConfig; nothing is opened until Open.
+func New(cfg Config) (*Motors, error) {
+	d := DefaultConfig()
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.MaxMisses <= 0 {
-		cfg.MaxMisses = 3
+		cfg.MaxMisses = d.MaxMisses
 	}
 	if cfg.StatusEvery == 0 {
-		cfg.StatusEvery = max(1, 30/len(cfg.IDs))
+		cfg.StatusEvery = max(1, 30/max(len(cfg.IDs), 1))
 	}
 	if cfg.Period == 0 {
-		cfg.Period = time.Second / 30
+		cfg.Period = d.Period
 	}
 	if cfg.RejoinSpeed == 0 {
-		cfg.RejoinSpeed = DefaultRejoinSpeed
+		cfg.RejoinSpeed = d.RejoinSpeed
 	}
-	switch {
-	case cfg.Period < 0 || cfg.Period > 10*time.Second:
-		return nil, fmt.Errorf("%w: period %v, want 0..10s", ErrConfig, cfg.Period)
-	case !(cfg.RejoinSpeed >= MinRejoinSpeed && cfg.RejoinSpeed <= MaxRejoinSpeed):
-		return nil, fmt.Errorf("%w: rejoin speed %v rad/s, want %v..%v", ErrConfig, cfg.RejoinSpeed, MinRejoinSpeed, MaxRejoinSpeed)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	n := len(cfg.IDs)
 	m := &Motors{cfg: cfg, log: cfg.Logger, pulses: make([]int32, n), goals: make([]int32, n), q: make([]float64, n),
