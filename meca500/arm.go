@@ -353,6 +353,7 @@ type Arm struct {
 
 	mu    sync.Mutex
 	st    state
+	view  viewBuf       // the loop's copy of st, published on each release of mu
 	poke  chan struct{} // the reader's "something changed", for the start-up
 	onMsg func([]byte)
 	// Under mu: the arm has been started (a stop from now on latches),
@@ -370,6 +371,7 @@ type Arm struct {
 	sampleNs atomic.Int64  // arrival of the cycle the last Measure copied, since epoch; 0: none
 	flagBits atomic.Uint32 // the 2007 flags, bit i = flags()[i]
 	up       atomic.Bool
+	sampled  atomic.Bool // a monitoring cycle has arrived on this connection (Ready)
 	errField atomic.Int64
 	fulls    atomic.Uint64 // motion commands refused with 1000
 
@@ -409,6 +411,7 @@ func New(cfg Config) (*Arm, error) {
 	for i, v := range JointSpeeds() {
 		a.speeds[i] = v * cfg.SpeedFraction
 	}
+	a.view.init()
 	a.onMsg = a.handle
 	a.setNames()
 	return a, nil
@@ -438,21 +441,21 @@ func (a *Arm) Layout() plant.Layout { return a.layout }
 // Banner returns what the robot said of itself on the last connection.
 func (a *Arm) Banner() (Banner, bool) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	defer a.unlock()
 	return a.st.banner, a.st.bannerOK
 }
 
 // Status returns the robot's last 2007 status and the last error code.
 func (a *Arm) Status() (Status, int) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	defer a.unlock()
 	return a.st.status, a.st.lastError
 }
 
 // SampleAge is how old the newest monitoring cycle is (s), NaN before one.
 func (a *Arm) SampleAge() float64 {
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	defer a.unlock()
 	if !a.st.haveSamp {
 		return math.NaN()
 	}
@@ -461,11 +464,7 @@ func (a *Arm) SampleAge() float64 {
 
 // Ready implements plant.Readier: a monitoring cycle has arrived on this
 // connection, so the measurement is the robot's, not made up.
-func (a *Arm) Ready() bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.st.haveSamp
-}
+func (a *Arm) Ready() bool { return a.sampled.Load() }
 
 // Lack implements plant.Lacker: before the first monitoring cycle on this
 // connection, the measurement would be made up.
@@ -484,56 +483,61 @@ var errNoCycleYet = errors.New("meca500: waiting for the robot's first real-time
 // connection is lost or silent. Before the first cycle the joints are NaN.
 func (a *Arm) Measure(dst []float64) error {
 	now := time.Now()
-	a.mu.Lock()
-	st := &a.st
-	if !st.connected {
-		err := st.lost
-		a.mu.Unlock()
-		return err
+	v := a.view.read()
+	if !v.connected || v.latched {
+		return a.measureFailed()
 	}
-	if a.latch.kind != latchNone {
-		// A stop only a person ends: the link goes degraded.
-		err := a.latchedErrLocked("", nil)
-		a.mu.Unlock()
-		return err
-	}
-	if st.haveSamp && now.Sub(st.sampleAt) > a.cfg.Silence {
-		a.mu.Unlock()
+	if v.haveSamp && now.Sub(v.sampleAt) > a.cfg.Silence {
 		return fmt.Errorf("%w for %v: the robot or the network stalled", ErrSilent, a.cfg.Silence)
 	}
-	joints, pose := &st.sample.target, &st.sample.pose
+	joints, pose := &v.sample.target, &v.sample.pose
 	if a.cfg.Measured {
-		joints, pose = &st.sample.measured, &st.sample.measuredPose
+		joints, pose = &v.sample.measured, &v.sample.measuredPose
 	}
 	n := copy(dst, joints[:])
-	if !st.haveSamp {
+	if !v.haveSamp {
 		for i := range Joints {
 			dst[i] = math.NaN()
 		}
 	}
-	a.q, a.haveQ = *joints, st.haveSamp
+	a.q, a.haveQ = *joints, v.haveSamp
 	if a.cfg.Pose {
 		n += copy(dst[n:], pose[:])
-		if !st.haveSamp {
+		if !v.haveSamp {
 			for i := n - Joints; i < n; i++ {
 				dst[i] = math.NaN()
 			}
 		}
 	}
-	for _, f := range st.status.flags() {
+	for _, f := range v.flags {
 		dst[n] = b2f(f)
 		n++
 	}
-	dst[n] = float64(a.errCodeLocked())
+	dst[n] = float64(v.errCode)
 	dst[n+1] = math.NaN()
-	if st.haveSamp {
-		dst[n+1] = now.Sub(st.sampleAt).Seconds()
+	if v.haveSamp {
+		dst[n+1] = now.Sub(v.sampleAt).Seconds()
 		// The joints Simulink keeps getting while the link is down are
 		// these: Age counts their age.
-		a.sampleNs.Store(int64(st.sampleAt.Sub(a.epoch)))
+		a.sampleNs.Store(int64(v.sampleAt.Sub(a.epoch)))
 	}
-	a.mu.Unlock()
 	return nil
+}
+
+// measureFailed is Measure's error when the view says the arm is not
+// connected or stopped: why, from the state itself.
+func (a *Arm) measureFailed() error {
+	a.mu.Lock()
+	defer a.unlock()
+	if !a.st.connected {
+		return a.st.lost
+	}
+	if a.latch.kind != latchNone {
+		// A stop only a person ends: the link goes degraded.
+		return a.latchedErrLocked("", nil)
+	}
+	// It changed since the view was published: the next tick reads it.
+	return fmt.Errorf("%w: the connection changed during the tick", ErrDisconnected)
 }
 
 // Latch implements plant.Latcher: the link calls it right before the
@@ -543,24 +547,21 @@ func (a *Arm) Measure(dst []float64) error {
 // datagram. The joints and pose stay those Measure read.
 func (a *Arm) Latch(dst []float64) {
 	now := time.Now()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	st := &a.st
-	flags := st.status.flags()
+	v := a.view.read()
 	n := Joints
 	if a.cfg.Pose {
 		n += Joints
 	}
-	if len(dst) < n+len(flags)+2 || !st.connected {
+	if len(dst) < n+len(v.flags)+2 || !v.connected {
 		return
 	}
-	for _, f := range flags {
+	for _, f := range v.flags {
 		dst[n] = b2f(f)
 		n++
 	}
-	dst[n] = float64(a.errCodeLocked())
-	if st.haveSamp {
-		dst[n+1] = now.Sub(st.sampleAt).Seconds()
+	dst[n] = float64(v.errCode)
+	if v.haveSamp {
+		dst[n+1] = now.Sub(v.sampleAt).Seconds()
 	}
 }
 
@@ -652,8 +653,11 @@ func (a *Arm) Idle() error {
 // activated, homed, not in error, not paused, no safety stop. It allocates
 // only when it fails.
 func (a *Arm) ready() error {
+	if a.view.read().ready {
+		return nil
+	}
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	defer a.unlock()
 	return a.st.readyErr()
 }
 
@@ -699,7 +703,7 @@ func (a *Arm) Halt(p plant.HaltPolicy) error {
 		// serve starts it as at the bridge's start.
 		a.mu.Lock()
 		a.started = false
-		a.mu.Unlock()
+		a.unlock()
 	}
 	a.streaming, a.wdArmed = false, false
 	if err := a.writeTimeout(b, a.cfg.ReplyTimeout); err != nil {

@@ -30,7 +30,7 @@ func (a *Arm) Reopen(ctx context.Context) error {
 	err := a.reopen(ctx)
 	a.mu.Lock()
 	a.reopenErr = err
-	a.mu.Unlock()
+	a.unlock()
 	return err
 }
 
@@ -40,7 +40,7 @@ func (a *Arm) reopen(ctx context.Context) error {
 	armed := a.resumeArmed
 	a.resumeArmed = false // one Reopen per resume, whatever it finds
 	fine := a.st.connected && a.st.readyErr() == nil && a.st.haveSamp
-	a.mu.Unlock()
+	a.unlock()
 	switch {
 	case latched:
 		return a.reopenLatched(ctx, armed)
@@ -55,7 +55,7 @@ func (a *Arm) reopen(ctx context.Context) error {
 func (a *Arm) ensureConnected(ctx context.Context) error {
 	a.mu.Lock()
 	up := a.st.connected
-	a.mu.Unlock()
+	a.unlock()
 	if up {
 		return nil
 	}
@@ -78,7 +78,7 @@ func (a *Arm) start(ctx context.Context, resetOK bool) error {
 	a.streaming, a.wdArmed = false, false
 	a.mu.Lock()
 	a.started = true
-	a.mu.Unlock()
+	a.unlock()
 	a.obs.Connected()
 	return nil
 }
@@ -95,8 +95,7 @@ func (a *Arm) connect(ctx context.Context) error {
 	// error does not say its code again.
 	prev := &a.st
 	a.st = state{connected: true, lastError: prev.lastError, errText: prev.errText, errLen: prev.errLen, status: prev.status}
-	a.publishLocked()
-	a.mu.Unlock()
+	a.unlock()
 	a.framer.Reset()
 	done := make(chan struct{})
 	a.wmu.Lock()
@@ -188,8 +187,7 @@ func (a *Arm) read(conn net.Conn, done chan struct{}) {
 				a.st.connected = false
 				a.st.lost = fmt.Errorf("%w: the robot at %s is unreachable (%s): the bridge reconnects", ErrDisconnected, a.addr, cause)
 			}
-			a.publishLocked()
-			a.mu.Unlock()
+			a.unlock()
 			a.signal()
 			return
 		}
@@ -223,7 +221,7 @@ func (a *Arm) handle(frame []byte) {
 			dst := map4(&st.pend, c)
 			copy(dst[:], vals[1:7])
 		}
-		a.mu.Unlock()
+		a.unlock()
 		return
 	case c == 2230:
 		st.sample = st.pend
@@ -231,7 +229,7 @@ func (a *Arm) handle(frame []byte) {
 		first := !st.haveSamp
 		st.haveSamp = true
 		st.samples++
-		a.mu.Unlock()
+		a.unlock()
 		if first {
 			a.signal()
 		}
@@ -263,7 +261,7 @@ func (a *Arm) handle(frame []byte) {
 		first := now.Sub(a.lastFull) > time.Second
 		a.lastFull = now
 		a.fulls.Add(1)
-		a.mu.Unlock()
+		a.unlock()
 		a.obs.BufferFull()
 		if first {
 			a.log.Warn("the robot refused a motion command: its motion queue is full (code 1000); the arm stops until it takes commands again",
@@ -301,7 +299,7 @@ func (a *Arm) handle(frame []byte) {
 			return
 		}
 	}
-	a.mu.Unlock()
+	a.unlock()
 	a.signal()
 }
 
@@ -313,8 +311,7 @@ func (a *Arm) after() string {
 	if a.latchCheckLocked() {
 		msg = a.latchedErrLocked("", nil).Msg
 	}
-	a.publishLocked()
-	a.mu.Unlock()
+	a.unlock()
 	return msg
 }
 
@@ -345,7 +342,7 @@ func (a *Arm) await(ctx context.Context, timeout time.Duration, what string, con
 		a.mu.Lock()
 		ok, err := cond(&a.st)
 		up, lost := a.st.connected, a.st.lost
-		a.mu.Unlock()
+		a.unlock()
 		switch {
 		case err != nil:
 			return err
@@ -374,7 +371,7 @@ func (a *Arm) request(ctx context.Context, name string, args []float64, want ...
 		before[i] = a.st.seen[c]
 	}
 	errs := a.st.errors
-	a.mu.Unlock()
+	a.unlock()
 	b, err := AppendCommand(nil, name, args...)
 	if err != nil {
 		return 0, err
@@ -506,7 +503,7 @@ func (a *Arm) startup(ctx context.Context, resetOK bool) error {
 func (a *Arm) step(ctx context.Context, name, what string, failCode int, done func(Status) bool) error {
 	a.mu.Lock()
 	fails := a.st.seen[failCode]
-	a.mu.Unlock()
+	a.unlock()
 	if err := a.send(name); err != nil {
 		return err
 	}
@@ -521,6 +518,6 @@ func (a *Arm) step(ctx context.Context, name, what string, failCode int, done fu
 // snapshot copies the state.
 func (a *Arm) snapshot() state {
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	defer a.unlock()
 	return a.st
 }

@@ -162,7 +162,7 @@ func (a *Arm) latchedErrLocked(prefix string, cause error) *StoppedError {
 // nothing is latched does nothing, so that it cannot end a later stop.
 func (a *Arm) Resume() {
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	defer a.unlock()
 	if a.latch.kind != latchNone {
 		a.resumeArmed = true
 	}
@@ -171,7 +171,7 @@ func (a *Arm) Resume() {
 // Latched reports whether the arm waits for a person, and why.
 func (a *Arm) Latched() (bool, error) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	defer a.unlock()
 	if a.latch.kind == latchNone {
 		return false, nil
 	}
@@ -185,7 +185,7 @@ func (a *Arm) Latched() (bool, error) {
 func (a *Arm) reopenLatched(ctx context.Context, armed bool) error {
 	if err := a.ensureConnected(ctx); err != nil {
 		a.mu.Lock()
-		defer a.mu.Unlock()
+		defer a.unlock()
 		return a.latchedErrLocked(refused(armed), err)
 	}
 	if err := a.readStatus(ctx); err != nil {
@@ -193,26 +193,25 @@ func (a *Arm) reopenLatched(ctx context.Context, armed bool) error {
 			a.Close()
 		}
 		a.mu.Lock()
-		defer a.mu.Unlock()
+		defer a.unlock()
 		return a.latchedErrLocked(refused(armed), err)
 	}
 	a.mu.Lock()
 	_, engaged := a.engagedLocked()
 	if !armed && (!a.cfg.RestartAfterStop || engaged != 0) {
 		err := a.latchedErrLocked("", nil)
-		a.mu.Unlock()
+		a.unlock()
 		return err
 	}
 	if engaged != 0 {
 		err := a.latchedErrLocked("resume refused: ", nil)
-		a.mu.Unlock()
+		a.unlock()
 		a.log.Warn("resume refused: a stop still holds the robot", "err", err.Msg)
 		return err
 	}
 	kept := a.latch
 	a.latch, a.started = latchState{}, false
-	a.publishLocked()
-	a.mu.Unlock()
+	a.unlock()
 	if armed {
 		a.log.Info("a person resumed the robot: resetting, activating and homing it as configured")
 	} else {
@@ -221,11 +220,10 @@ func (a *Arm) reopenLatched(ctx context.Context, armed bool) error {
 	// A person's resume is the reset the robot's error waited for.
 	if err := a.start(ctx, a.cfg.ResetErrors || armed); err != nil {
 		a.mu.Lock()
-		defer a.mu.Unlock()
+		defer a.unlock()
 		if a.latch.kind == latchNone {
 			a.latch, a.started = kept, true
 		}
-		a.publishLocked()
 		return &StoppedError{Code: kept.code, Cause: err,
 			Msg: fmt.Sprintf("%v; the robot at %s waits for a person again: mend that, then %s", err, a.addr, a.resumeHow())}
 	}
@@ -265,7 +263,7 @@ func (a *Arm) readStatus(ctx context.Context) error {
 func (a *Arm) StopMotion(ctx context.Context) error {
 	a.mu.Lock()
 	up, canMove := a.st.connected, a.st.readyErr() == nil
-	a.mu.Unlock()
+	a.unlock()
 	a.streaming, a.wdArmed = false, false
 	if !up {
 		return a.stoppedByItself(nil)
@@ -312,7 +310,7 @@ func (a *Arm) watchdogName() string {
 // goroutine.
 func (a *Arm) Health() error {
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	defer a.unlock()
 	st := &a.st
 	switch {
 	case a.latch.kind != latchNone && !st.connected && a.reopenErr != nil:
@@ -337,7 +335,7 @@ func (a *Arm) Health() error {
 // holds it: for the robot_stopped fault. Safe from any goroutine.
 func (a *Arm) Stopped() (bool, string) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	defer a.unlock()
 	if a.latch.kind != latchNone {
 		return true, a.latchedErrLocked("", nil).Msg
 	}
@@ -383,9 +381,15 @@ func (a *Arm) errCodeLocked() int {
 	return 0
 }
 
-// publishLocked copies what Age needs into atomics. a.mu is held.
+// publishLocked copies what Age needs into atomics and publishes the
+// loop's view. a.mu is held; unlock calls it on every release.
 func (a *Arm) publishLocked() {
 	st := &a.st
+	v := a.view.next()
+	v.connected, v.latched, v.ready = st.connected, a.latch.kind != latchNone, st.canMove()
+	v.haveSamp, v.sample, v.sampleAt = st.haveSamp, st.sample, st.sampleAt
+	v.flags, v.errCode = st.status.flags(), a.errCodeLocked()
+	a.view.publish()
 	if st.statusOK {
 		var bits uint32
 		for i, f := range st.status.flags() {
@@ -396,6 +400,7 @@ func (a *Arm) publishLocked() {
 		a.flagBits.Store(bits)
 	}
 	a.up.Store(st.connected)
+	a.sampled.Store(st.haveSamp)
 	a.errField.Store(int64(a.errCodeLocked()))
 }
 
