@@ -2,11 +2,9 @@ package config
 
 import (
 	"fmt"
-	"math"
 	"strings"
 	"sync"
 
-	"github.com/labbridge/bridge/dynamixel"
 	"github.com/labbridge/bridge/emio"
 	"github.com/labbridge/bridge/fault"
 	"github.com/labbridge/bridge/metrics"
@@ -39,36 +37,23 @@ func (w *servoWatch) metrics(dst []metrics.ServoReading) []metrics.ServoReading 
 	return dst
 }
 
-// hot lists the servos that overheat: their hardware error says so, or
-// their temperature has reached their limit.
+// hot lists the servos that overheat (emio.ServoStatus.Hot).
 func (w *servoWatch) hot() (bool, string) {
 	var parts []string
 	for _, s := range w.read() {
-		over := s.HardwareError&dynamixel.HWOverheating != 0
-		atLimit := !math.IsNaN(s.TemperatureC) && !math.IsNaN(s.LimitC) && s.TemperatureC >= s.LimitC
-		if over || atLimit {
-			parts = append(parts, fmt.Sprintf("servo %d: %s", s.ID, temperature(s)))
+		if s.Hot() {
+			parts = append(parts, fmt.Sprintf("servo %d: %s", s.ID, s.Temperature()))
 		}
 	}
 	return len(parts) > 0, strings.Join(parts, ", ")
 }
 
-func temperature(s emio.ServoStatus) string {
-	switch {
-	case math.IsNaN(s.TemperatureC):
-		return "temperature not read yet"
-	case math.IsNaN(s.LimitC):
-		return fmt.Sprintf("%.0f °C", s.TemperatureC)
-	}
-	return fmt.Sprintf("%.0f °C, limit %.0f °C", s.TemperatureC, s.LimitC)
-}
-
 // alerting lists the servos whose hardware error holds more than
-// overheating (which servo_hot says).
+// overheating (emio.ServoStatus.Faults; servo_hot says overheating).
 func (w *servoWatch) alerting() (bool, string) {
 	var parts []string
 	for _, s := range w.read() {
-		if hw := s.HardwareError &^ dynamixel.HWOverheating; hw != 0 {
+		if hw := s.Faults(); hw != 0 {
 			parts = append(parts, fmt.Sprintf("servo %d: %v", s.ID, hw))
 		}
 	}

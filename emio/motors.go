@@ -134,6 +134,32 @@ type ServoStatus struct {
 	Stopped bool
 }
 
+// Hot reports whether the servo overheats: its hardware error says so, or
+// its temperature has reached its limit.
+func (s ServoStatus) Hot() bool {
+	over := s.HardwareError&dynamixel.HWOverheating != 0
+	atLimit := !math.IsNaN(s.TemperatureC) && !math.IsNaN(s.LimitC) && s.TemperatureC >= s.LimitC
+	return over || atLimit
+}
+
+// Faults is the servo's hardware error besides overheating (which Hot
+// says): what keeps it alerting.
+func (s ServoStatus) Faults() dynamixel.HardwareError {
+	return s.HardwareError &^ dynamixel.HWOverheating
+}
+
+// Temperature says the servo's temperature and limit as a person reads
+// them: "52 °C, limit 80 °C", or that it is not read yet.
+func (s ServoStatus) Temperature() string {
+	switch {
+	case math.IsNaN(s.TemperatureC):
+		return "temperature not read yet"
+	case math.IsNaN(s.LimitC):
+		return fmt.Sprintf("%.0f °C", s.TemperatureC)
+	}
+	return fmt.Sprintf("%.0f °C, limit %.0f °C", s.TemperatureC, s.LimitC)
+}
+
 // servoState is one servo's ServoStatus, written by the tick and read from
 // any goroutine.
 type servoState struct {

@@ -374,3 +374,27 @@ func TestServoStatusOverPTY(t *testing.T) {
 		}
 	}
 }
+
+// What "hot" and "alerting" mean for a servo, owned here: overheating by its
+// hardware error or by reaching its limit, and any other hardware error.
+func TestServoStatusHealth(t *testing.T) {
+	nan := math.NaN()
+	for _, c := range []struct {
+		s      emio.ServoStatus
+		hot    bool
+		faults dynamixel.HardwareError
+		temp   string
+	}{
+		{emio.ServoStatus{TemperatureC: nan, LimitC: nan}, false, 0, "temperature not read yet"},
+		{emio.ServoStatus{TemperatureC: 45, LimitC: nan}, false, 0, "45 °C"},
+		{emio.ServoStatus{TemperatureC: 79, LimitC: 80}, false, 0, "79 °C, limit 80 °C"},
+		{emio.ServoStatus{TemperatureC: 80, LimitC: 80}, true, 0, "80 °C, limit 80 °C"},
+		{emio.ServoStatus{TemperatureC: 60, LimitC: 80, HardwareError: dynamixel.HWOverheating}, true, 0, "60 °C, limit 80 °C"},
+		{emio.ServoStatus{TemperatureC: 60, LimitC: 80, HardwareError: dynamixel.HWOverheating | dynamixel.HWOverload}, true, dynamixel.HWOverload, "60 °C, limit 80 °C"},
+		{emio.ServoStatus{TemperatureC: nan, LimitC: nan, HardwareError: dynamixel.HWInputVoltage}, false, dynamixel.HWInputVoltage, "temperature not read yet"},
+	} {
+		if c.s.Hot() != c.hot || c.s.Faults() != c.faults || c.s.Temperature() != c.temp {
+			t.Errorf("%+v: hot %v faults %v %q, want %v %v %q", c.s, c.s.Hot(), c.s.Faults(), c.s.Temperature(), c.hot, c.faults, c.temp)
+		}
+	}
+}
