@@ -25,10 +25,10 @@ var imports = map[string][]string{
 	// The camera-locked clock: a base package, like realtime.
 	"framelock": {},
 	"sdnotify":  {},
-	// Faults are read through functions, and journal lines are bytes:
-	// base packages.
+	// Faults are read through functions, and log lines are bytes: base
+	// packages.
 	"fault":   {},
-	"journal": {},
+	"logging": {},
 	// MAT-files are written from readers of columns: a base package.
 	"matfile": {},
 	// The deployment files, embedded, and the adapter's udev rule with the
@@ -62,7 +62,7 @@ var imports = map[string][]string{
 	"bridge":  {"plant", "realtime", "simulink"},
 	"metrics": {"plant", "simulink"},
 	// The status page takes its data through a function: a base package.
-	"statuspage": {},
+	"statuspage": {"logging"},
 	"loopbench":  {"bridge", "latency", "plant", "realtime", "simulink", "internal/atomicfile"},
 	// The telemetry tap is a link's recorder: it takes the link's record.
 	"tap": {"bridge", "plant", "realtime", "simulink"},
@@ -72,7 +72,7 @@ var imports = map[string][]string{
 	// The recorder reads taps: their payload, nothing of the loop.
 	"record": {"matfile", "tap", "internal/atomicfile"},
 	// The configuration builds links: it may import every library.
-	"config": {".", "bridge", "camera", "dynamixel", "dynamixel/dxlsim", "emio", "fault", "framelock", "journal", "meca500", "meca500/mecasim", "metrics",
+	"config": {".", "bridge", "camera", "dynamixel", "dynamixel/dxlsim", "emio", "fault", "framelock", "meca500", "meca500/mecasim", "metrics",
 		"plant", "vrep", "vrep/vrepsim", "realsense", "realsense/tracker", "realtime", "sim", "simulink", "tap", "internal/atomicfile"},
 	// A file written whole or not at all, and why one cannot be written:
 	// a base package every writer uses.

@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"strings"
 
 	defaultconfig "github.com/labbridge/bridge"
-	"github.com/labbridge/bridge/journal"
 	"github.com/labbridge/bridge/simulink"
 )
 
@@ -32,33 +30,12 @@ func Load(path string) (*Config, string, error) {
 	return c, path, err
 }
 
-// Logger is the service's logger on w: text on a terminal, JSON otherwise
-// (systemd's journal), unless log_format says which.
-func (s Service) Logger(w io.Writer, terminal bool) *slog.Logger {
-	return slog.New(s.handler(w, terminal))
-}
-
-// JournalLogger is Logger for a stream systemd connected to its journal
-// (journal.Attached): each line carries its priority, so that
-// `journalctl -p warning` finds the warnings.
-func (s Service) JournalLogger(w io.Writer) *slog.Logger {
-	return slog.New(journal.NewHandler(w, func(w io.Writer) slog.Handler { return s.handler(w, false) }))
-}
-
 // Level is log_level's; validation refused any other value, so an
 // unparsable one (a Service built by hand) is INFO.
 func (s Service) Level() slog.Level {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(s.LogLevel))
 	return level
-}
-
-func (s Service) handler(w io.Writer, terminal bool) slog.Handler {
-	opts := &slog.HandlerOptions{Level: s.Level()}
-	if s.LogFormat == "json" || (s.LogFormat == "auto" && !terminal) {
-		return slog.NewJSONHandler(w, opts)
-	}
-	return slog.NewTextHandler(w, opts)
 }
 
 // LoadLink reads the configuration at path and returns its link called

@@ -1,9 +1,15 @@
-// Package journal writes log lines the way systemd's journal reads a
-// service's standard error (sd-daemon(3), systemd.exec(5) JOURNAL_STREAM;
-// docs/faults.md §4): a line that starts with "<N>" gets syslog priority N,
-// so that `journalctl -p warning` finds the warnings. Without the prefix every
-// line is logged at the unit's default priority (info).
-package journal
+// Package logging is the bridge's log: the service's logger as its
+// configuration and its output ask (New), a terminal's short lines
+// (NewTerminal), systemd's journal priorities, and the ring of the last
+// warnings that the status page shows (Ring). Every handler flattens a
+// record's attributes the same way (flatten).
+//
+// The journal reads a service's standard error (sd-daemon(3),
+// systemd.exec(5) JOURNAL_STREAM; docs/faults.md §4): a line that starts
+// with "<N>" gets syslog priority N, so that `journalctl -p warning` finds
+// the warnings. Without the prefix every line is logged at the unit's
+// default priority (info).
+package logging
 
 import (
 	"context"
@@ -56,11 +62,11 @@ func Priority(l slog.Level) int {
 	return PriorityDebug
 }
 
-// NewHandler returns a handler that writes each record through the handler
+// NewJournal returns a handler that writes each record through the handler
 // made by inner on w, with the record's priority prefixed to its line.
 // inner must write one record in one Write call, as slog's text and JSON
 // handlers do.
-func NewHandler(w io.Writer, inner func(io.Writer) slog.Handler) slog.Handler {
+func NewJournal(w io.Writer, inner func(io.Writer) slog.Handler) slog.Handler {
 	pw := &prefixWriter{w: w}
 	return &handler{mu: new(sync.Mutex), pw: pw, h: inner(pw)}
 }

@@ -1,4 +1,4 @@
-package journal_test
+package logging_test
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/labbridge/bridge/internal/testutil"
-	"github.com/labbridge/bridge/journal"
+	"github.com/labbridge/bridge/logging"
 )
 
 func noTime(_ []string, a slog.Attr) slog.Attr {
@@ -27,7 +27,7 @@ func noTime(_ []string, a slog.Attr) slog.Attr {
 // kept.
 func TestPriorityPrefix(t *testing.T) {
 	var buf bytes.Buffer
-	log := slog.New(journal.NewHandler(&buf, func(w io.Writer) slog.Handler {
+	log := slog.New(logging.NewJournal(&buf, func(w io.Writer) slog.Handler {
 		return slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: noTime})
 	})).With("link", "emio")
 	log.Error("halt failed")
@@ -47,7 +47,7 @@ func TestPriorityPrefix(t *testing.T) {
 // Lines from many goroutines never mix priorities (run with -race).
 func TestConcurrentPriorities(t *testing.T) {
 	var buf testutil.SyncBuffer
-	log := slog.New(journal.NewHandler(&buf, func(w io.Writer) slog.Handler { return slog.NewTextHandler(w, nil) }))
+	log := slog.New(logging.NewJournal(&buf, func(w io.Writer) slog.Handler { return slog.NewTextHandler(w, nil) }))
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
@@ -87,7 +87,7 @@ func TestAttached(t *testing.T) {
 		{"garbage", false},
 		{"1:", false},
 	} {
-		if got := journal.Attached(f, tc.stream); got != tc.want {
+		if got := logging.Attached(f, tc.stream); got != tc.want {
 			t.Errorf("Attached(%q) = %v, want %v", tc.stream, got, tc.want)
 		}
 	}

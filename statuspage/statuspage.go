@@ -9,6 +9,7 @@ import (
 	"bytes"
 	_ "embed"
 	"encoding/json"
+	"github.com/labbridge/bridge/logging"
 	"image"
 	"image/jpeg"
 	"io"
@@ -37,16 +38,7 @@ type Snapshot struct {
 }
 
 // LogLine is one warning or error the process logged.
-type LogLine struct {
-	Time  time.Time `json:"time"`
-	Level string    `json:"level"` // WARN, ERROR
-	// Link is the link the line is about, when it names one.
-	Link    string `json:"link,omitempty"`
-	Message string `json:"message"`
-	// Detail is the line's other attributes, "key=value" separated by
-	// spaces (the error first).
-	Detail string `json:"detail,omitempty"`
-}
+type LogLine = logging.Line
 
 // Link is one link's status.
 type Link struct {

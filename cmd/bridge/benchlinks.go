@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/labbridge/bridge/logging"
 	"io"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -70,7 +72,7 @@ func benchLinks(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return fmt.Errorf("bridge bench links: -cpu %d: %w", *cpu, err)
 		}
 	}
-	logger := config.Service{LogLevel: "warn", LogFormat: "text"}.Logger(stderr, false)
+	logger := logging.New(stderr, logging.Options{Format: "text", Level: slog.LevelWarn})
 	var alongside map[string]bridge.Service
 	if *httpAddr != "" {
 		srv, err := metrics.Listen(*httpAddr, metrics.NewRegistry(), nil, logger)

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/labbridge/bridge/logging"
 	"io"
+	"log/slog"
 	"math"
 	"net/netip"
 	"os"
@@ -139,7 +141,7 @@ func cmdPartner(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// Always present, so that SIGUSR1 can pause the partner like a stopped
 	// Simulink model.
 	faults := &simulink.Faults{Drop: *drop, Duplicate: *dup, Reorder: *reorder, WrongSize: *wrong, Delay: *replyDelay, Seed: *seed}
-	logger := config.Service{LogLevel: "info", LogFormat: "auto"}.Logger(stderr, isTerminal(stderr))
+	logger := logging.New(stderr, logging.Options{Format: "auto", Level: slog.LevelInfo, Terminal: isTerminal(stderr)})
 	p, err := simulink.NewPartner(simulink.PartnerConfig{
 		Listen: listen.addr(), Accept: accept.addr(), ReplyTo: replyTo.addr(), MeasureLen: dims.MeasureLen, CommandLen: dims.CommandLen,
 		Delay: *delay, Controller: ctl, Faults: faults, Logger: logger, Priority: max(*priority, 0), Pin: *cpu >= 0, CPU: *cpu,
@@ -249,7 +251,7 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	l := &cfg.Links[0]
 	rec := loopbench.NewReplies()
-	logger := config.Service{LogLevel: "warn", LogFormat: "text"}.Logger(stderr, true)
+	logger := logging.New(stderr, logging.Options{Format: "text", Level: slog.LevelWarn, Terminal: true})
 	runCtx, cancel := context.WithTimeout(ctx, *duration)
 	defer cancel()
 	env := config.Env{Logger: logger, Observer: rec, Partner: true, Ephemeral: true}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/labbridge/bridge/logging"
 	"time"
 
 	"github.com/labbridge/bridge/config"
@@ -13,11 +14,11 @@ import (
 // warnings and errors that ring kept (nil: none). It runs on the metrics
 // server's goroutine: the links' vectors and counters are atomics the loop
 // publishes.
-func statusSnapshot(links []*config.Built, clock *realtime.Clock, ring *logRing, from string, started time.Time) func() statuspage.Snapshot {
+func statusSnapshot(links []*config.Built, clock *realtime.Clock, ring *logging.Ring, from string, started time.Time) func() statuspage.Snapshot {
 	return func() statuspage.Snapshot {
 		s := statuspage.Snapshot{Version: version, Config: from, Started: started, Links: make([]statuspage.Link, 0, len(links))}
 		if ring != nil {
-			s.Errors = ring.recent()
+			s.Errors = ring.Recent()
 		}
 		for _, b := range links {
 			l := pageLink(b, snapshot(b))

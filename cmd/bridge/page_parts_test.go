@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/labbridge/bridge/logging"
 	"image"
 	"image/jpeg"
 	"io"
@@ -27,7 +28,7 @@ func TestStatusPageParts(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Links = cfg.Links[:1] // the Emio with its simulated camera
-	logger := slog.New(withRing(slog.DiscardHandler, &logRing{}))
+	logger := slog.New(logging.WithRing(slog.DiscardHandler, &logging.Ring{}))
 	a, err := wire(cfg, "test.toml", config.Env{Logger: logger, Partner: true, Ephemeral: true}, "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -155,4 +156,14 @@ func fetch(url string) ([]byte, int) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return b, resp.StatusCode
+}
+
+// A link without a camera has no thumbnail, nor has an unknown link.
+func TestThumbnailsWithoutCamera(t *testing.T) {
+	th := thumbnails([]*config.Built{{Config: &config.Link{Name: "meca"}}})
+	for _, link := range []string{"meca", "nolink"} {
+		if img, found := th(link, 320); found || img != nil {
+			t.Errorf("thumbnail of %q: %v %v, want not found", link, img, found)
+		}
+	}
 }

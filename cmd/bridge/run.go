@@ -17,7 +17,7 @@ import (
 	"github.com/labbridge/bridge/bridge"
 	"github.com/labbridge/bridge/config"
 	"github.com/labbridge/bridge/internal/console"
-	"github.com/labbridge/bridge/journal"
+	"github.com/labbridge/bridge/logging"
 	"github.com/labbridge/bridge/metrics"
 	"github.com/labbridge/bridge/realtime"
 	"github.com/labbridge/bridge/sdnotify"
@@ -79,16 +79,13 @@ func runConfig(ctx context.Context, cfg *config.Config, from string, simulate, e
 		}
 		term.show([]string{"building the links…"})
 	}
-	logger := cfg.Service.Logger(logOut, isTerminal(stderr))
-	if cfg.Service.LogFormat == "auto" && isTerminal(stderr) {
-		// A person reads these: short lines, above the status rows.
-		logger = slog.New(newTermHandler(logOut, cfg.Service.Level()))
+	// On a terminal a person reads short lines, above the status rows; the
+	// status page shows the last warnings and errors, from here on.
+	o := logging.Options{Format: cfg.Service.LogFormat, Level: cfg.Service.Level(), Terminal: isTerminal(stderr)}
+	if f, ok := stderr.(*os.File); ok && logging.Attached(f, os.Getenv("JOURNAL_STREAM")) {
+		o.Journal, logOut = true, stderr
 	}
-	if f, ok := stderr.(*os.File); ok && journal.Attached(f, os.Getenv("JOURNAL_STREAM")) {
-		logger = cfg.Service.JournalLogger(stderr)
-	}
-	// The status page shows the last warnings and errors, from here on.
-	logger = slog.New(withRing(logger.Handler(), &logRing{}))
+	logger := logging.New(logOut, o)
 	for _, w := range cfg.Warnings() {
 		logger.Warn(w)
 	}
@@ -159,10 +156,10 @@ func wire(cfg *config.Config, from string, env config.Env, metricsAddr string) (
 	if env.Logger == nil {
 		env.Logger = slog.New(slog.DiscardHandler)
 	}
-	ring := ringOf(env.Logger)
+	ring := logging.RingOf(env.Logger)
 	if ring == nil && metricsAddr != "" {
-		ring = &logRing{}
-		env.Logger = slog.New(withRing(env.Logger.Handler(), ring))
+		ring = &logging.Ring{}
+		env.Logger = slog.New(logging.WithRing(env.Logger.Handler(), ring))
 	}
 	cfg.SetUpProcess(env.Partner, env.Logger)
 	a := &app{logger: env.Logger, sup: bridge.NewSupervisor(bridge.SupervisorConfig{Logger: env.Logger})}
