@@ -75,10 +75,10 @@ type LinkReport struct {
 	// overran it, so that their datagram left late.
 	LeadUs    float64 `json:"lead_us"`
 	LateSends uint64  `json:"late_sends"`
-	// Cyclictest is cyclictest's wake-up lateness at the same rate, for as
-	// many wakes, run right after the link (-cyclictest): the floor of what
-	// the machine's timers give.
-	Cyclictest *LatencyUS `json:"cyclictest_lateness_us,omitempty"`
+	// Stalls attributes every tick later than the threshold: the
+	// machine's (a cyclictest at the loop's priority and period, run
+	// concurrently, was late at the same moment) or the bridge's.
+	Stalls *StallReport `json:"stalls,omitempty"`
 	// The partner's view of the link's sends (SendTimingReport). With an
 	// external partner, whose own report gives it, send_deviation_us is
 	// absent and send_clock empty.
@@ -192,24 +192,21 @@ func (l LinkReport) WriteText(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if c := l.Cyclictest; c != nil {
-		ratio := ""
-		if l.SendDeviationUs != nil && c.P99 > 0 {
-			ratio = fmt.Sprintf("  (the send deviation's p99 is %.2f× cyclictest's)", l.SendDeviationUs.P99/c.P99)
-		}
-		if _, err := fmt.Fprintf(w, "cyclictest lateness µs  p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f%s\n", c.P50, c.P99, c.P999, c.Max, ratio); err != nil {
-			return err
-		}
-	}
-	if l.SendDeviationUs == nil {
+	switch {
+	case l.SendDeviationUs == nil:
 		_, err = io.WriteString(w, "partner's view  unknown here: run `bridge partner` as the partner, its report at exit gives the send timing\n")
-		return err
-	}
-	if l.SendIntervals == 0 {
+	case l.SendIntervals == 0:
 		_, err = fmt.Fprintf(w, "partner's view  no two measurements of consecutive seq (%s timestamps), gaps %d\n", l.SendClock, l.SendGaps)
+	default:
+		ratio := ""
+		if s := l.Stalls; s != nil && s.CyclictestP99Us > 0 {
+			ratio = fmt.Sprintf("  (p99 %.2f× the concurrent cyclictest's)", l.SendDeviationUs.P99/s.CyclictestP99Us)
+		}
+		_, err = fmt.Fprintf(w, "partner's view  send rate %.3f Hz over %d intervals, deviation µs  p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f  (%s timestamps), gaps %d%s\n",
+			l.SendRateHz, l.SendIntervals, l.SendDeviationUs.P50, l.SendDeviationUs.P99, l.SendDeviationUs.P999, l.SendDeviationUs.Max, l.SendClock, l.SendGaps, ratio)
+	}
+	if err != nil || l.Stalls == nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "partner's view  send rate %.3f Hz over %d intervals, deviation µs  p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f  (%s timestamps), gaps %d\n",
-		l.SendRateHz, l.SendIntervals, l.SendDeviationUs.P50, l.SendDeviationUs.P99, l.SendDeviationUs.P999, l.SendDeviationUs.Max, l.SendClock, l.SendGaps)
-	return err
+	return l.Stalls.WriteText(w)
 }

@@ -787,6 +787,22 @@ func startStallWatch(ctx context.Context, cfg LinksConfig, links []BenchLink) *s
 	return w
 }
 
+// StallWatch is the stall attribution around a run its caller serves itself
+// (bridge bench link): the late-tick records armed and the concurrent
+// cyclictest, from WatchStalls until Stop.
+type StallWatch struct{ w *stallWatch }
+
+// WatchStalls arms the records of links (each with its Timing, and its
+// Replies for the TIMEOUTs) and starts cyclictest as sc asks, for a run of
+// about d from now. A cyclictest that cannot run is said in the report.
+func WatchStalls(ctx context.Context, sc StallConfig, d time.Duration, links []BenchLink) *StallWatch {
+	return &StallWatch{startStallWatch(ctx, LinksConfig{Duration: d, Stalls: sc}, links)}
+}
+
+// Stop ends cyclictest and attributes every late tick, once the links'
+// loops have returned; nil when sc kept none.
+func (s *StallWatch) Stop() *StallReport { return s.w.stop() }
+
 // spikeThreshold is cyclictest's --spike for a stall threshold: well below
 // it, because a stall of ours is attributed by how much of it cyclictest's
 // late wakes cover, and a machine stall of just over the threshold that

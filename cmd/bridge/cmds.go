@@ -203,7 +203,7 @@ func cmdPartner(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // benchLink is `bridge bench link`: one link with the simulated plant against
 // the built-in partner on loopback, reporting reply latency.
 func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench link", "bench link [-rate HZ] [-duration D] [-plant sim|emio] [-lead auto|D] [-spin auto|D] [-priority N] [-cpu N] [-dma-latency] [-partner process|builtin|external] [-json]", stderr)
+	fs := newFlagSet("bench link", "bench link [-rate HZ] [-duration D] [-plant sim|emio] [-lead auto|D] [-spin auto|D] [-priority N] [-cpu N] [-dma-latency] [-threshold D] [-cyclictest] [-partner process|builtin|external] [-json]", stderr)
 	rate := fs.Float64("rate", 1000, "tick rate (Hz)")
 	plantKind := fs.String("plant", "sim", "sim: in-memory motors (the link alone); emio: the Emio's servos simulated on a pseudo-terminal (the serial path, with a U2D2's 1 ms latency timer)")
 	lead := fs.String("lead", "auto", `how long before each deadline the loop wakes to measure: "auto" (learned) or a duration; "0s" sends as soon as measured`)
@@ -213,7 +213,8 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	cpu := fs.Int("cpu", -1, "pin the loop thread to this CPU (-1 = no pinning)")
 	dma := fs.Bool("dma-latency", true, "hold /dev/cpu_dma_latency at 0 during the run, as cyclictest does")
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	withCyclictest := fs.Bool("cyclictest", false, "then run cyclictest (Debian package rt-tests) at the same rate for as many wakes, priority 80 if 0, on CPU 1 if -1, and compare")
+	threshold := fs.Duration("threshold", time.Millisecond, "keep every tick later than this and attribute it (0 = off)")
+	withCyclictest := fs.Bool("cyclictest", true, "run cyclictest (Debian package rt-tests) concurrently, at the loop's priority and period on the CPUs it may run on, to tell the machine's stalls from ours")
 	partnerMode := fs.String("partner", "builtin", "builtin: the partner in this process, as bridge sim runs it; process: the bridge partner command in a process of its own; external: a host already running (a real Simulink model) at -remote")
 	remote := fs.String("remote", "127.0.0.1:25000", "with -partner external: where the partner listens")
 	listen := fs.String("listen", "0.0.0.0:25001", "with -partner external: where its replies arrive")
@@ -250,11 +251,11 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	l := &cfg.Links[0]
-	rec := loopbench.NewReplies()
+	rec, timing := loopbench.NewReplies(), loopbench.NewLinkTiming(realtime.NewClock(), l.Period())
 	logger := logging.New(stderr, logging.Options{Format: "text", Level: slog.LevelWarn, Terminal: true})
 	runCtx, cancel := context.WithTimeout(ctx, *duration)
 	defer cancel()
-	env := config.Env{Logger: logger, Observer: rec, Partner: true, Ephemeral: true}
+	env := config.Env{Logger: logger, Observer: rec, Loop: timing, Partner: true, Ephemeral: true}
 	switch *partnerMode {
 	case "external":
 		l.UDP.Remote, l.UDP.Listen, l.UDP.Bind = *remote, *listen, *bind
@@ -283,8 +284,10 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	} else if msg := c.Exceeded(*plantKind, *rate); msg != "" {
 		fmt.Fprintf(stderr, "bridge bench link: %s\n", msg)
 	}
-	serveErr := a.sup.Serve(runCtx)
 	b := a.links[0]
+	watch := loopbench.WatchStalls(ctx, loopbench.StallConfig{Threshold: *threshold, Cyclictest: *withCyclictest}, *duration,
+		[]loopbench.BenchLink{{Link: b.Link, Master: b.Master, Partner: b.Partner, Timing: timing, Replies: rec}})
+	serveErr := a.sup.Serve(runCtx)
 	rep := rec.Report(*rate, duration.Seconds(), b.Link.Ticks(), b.Link.Overruns(), b.Master.Stats())
 	rep.Plant = *plantKind
 	rep.LeadUs = float64(b.Link.Lead()) / 1e3
@@ -302,17 +305,9 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	a.close()
+	rep.Stalls = watch.Stop()
 	if serveErr != nil {
 		return serveErr
-	}
-	if *withCyclictest {
-		ct := loopbench.CyclictestLike(loopbench.Config{Rate: *rate, Priority: *priority, CPU: *cpu}, max(rep.Ticks, 1))
-		res, err := loopbench.RunCyclictest(ctx, ct)
-		if err != nil {
-			return fmt.Errorf("bridge bench link: %w", err)
-		}
-		lat := res.Report().LatenessUS
-		rep.Cyclictest = &lat
 	}
 	if *asJSON {
 		return printJSON(stdout, rep)

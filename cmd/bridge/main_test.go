@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"errors"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -196,6 +198,22 @@ func TestBenchLinkShort(t *testing.T) {
 	// The built-in partner's view of the sends.
 	if res.SendDeviationUs == nil || res.SendClock != "kernel" || res.SendIntervals == 0 {
 		t.Errorf("partner's view %+v", res)
+	}
+	// Every late tick attributed, beside a concurrent cyclictest when one
+	// can run.
+	st := res.Stalls
+	if st == nil || st.ThresholdUs != 1000 || len(st.PerLink) != 1 || st.PerLink[0].Name != "bench" {
+		t.Fatalf("stalls %+v", st)
+	}
+	if l := st.PerLink[0]; l.Machine+l.Ours+l.CPUWait+l.Timer+l.Unattributed != l.Late-int(l.Dropped) {
+		t.Errorf("late ticks not all attributed: %+v", l)
+	}
+	if st.Cyclictest != "ran" {
+		if !strings.HasPrefix(st.Cyclictest, "did not run: ") {
+			t.Errorf("cyclictest %q", st.Cyclictest)
+		}
+		_, err := exec.LookPath("cyclictest")
+		testutil.RequirePeer(t, "a concurrent cyclictest ("+st.Cyclictest+")", "apt-get install rt-tests, and run as root", cmp.Or(err, errors.New(st.Cyclictest)))
 	}
 }
 
