@@ -44,6 +44,29 @@ func niceWarning(nice int, err error) string {
 	return fmt.Sprintf("service.nice = %d: %v", nice, err)
 }
 
+// BenchLink is the configuration of `bridge bench link`: one link named
+// "bench" at rateHz with the loop settings of loop, on the in-memory plant
+// (plant "sim") or the Emio's servos simulated on a pseudo-terminal (plant
+// "emio": the real serial path), no camera, the defaults of every other
+// key. No metrics server.
+func BenchLink(rateHz float64, loop LoopTable, plant string) (*Config, error) {
+	l := Link{Name: "bench", RateHz: rateHz, Loop: loop}
+	switch plant {
+	case "sim":
+		l.Plant = &SimPlant{}
+	case "emio":
+		l.Plant = &EmioPlant{Port: "sim"}
+	default:
+		return nil, fmt.Errorf("%w: plant %q: want sim (in-memory motors) or emio (servos on a pseudo-terminal)", ErrConfig, plant)
+	}
+	c := &Config{Service: Service{Metrics: ""}, Links: []Link{l}}
+	c.fillDefaults()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
 // SimLinks is the configuration of n links named link-00, link-01, … at
 // rateHz, each with the in-memory plant ([link.plant] kind = "sim"), the
 // loop settings of loop, and the defaults of every other key: what `bridge

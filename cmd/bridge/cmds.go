@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -235,20 +236,19 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	// link alone), or the Emio's servos simulated on a pseudo-terminal (the
 	// real serial path); no camera (the tracker has a benchmark of its
 	// own); the built-in partner holding.
-	var plantDoc string
-	switch *plantKind {
-	case "sim":
-		plantDoc = "kind = \"sim\"\n"
-	case "emio":
-		plantDoc = "kind = \"emio\"\nport = \"sim\"\n"
-	default:
+	if *plantKind != "sim" && *plantKind != "emio" {
 		return fmt.Errorf("bridge bench link: -plant %q: want sim (in-memory motors) or emio (servos on a pseudo-terminal)", *plantKind)
 	}
-	doc := fmt.Sprintf("[service]\nmetrics = \"\"\n[[link]]\nname = \"bench\"\nrate_hz = %g\n"+
-		"[link.loop]\npriority = %d\ncpu = %d\ndma_latency = %v\nlead = %q\nspin = %q\n[link.plant]\n%s", *rate, *priority, *cpu, *dma, *lead, *spin, plantDoc)
-	cfg, err := config.ParseConfig([]byte(doc))
+	loop := config.LoopTable{Priority: *priority, CPU: cpu, DMALatency: dma, Lead: new(config.AutoDuration)}
+	if err := loop.Lead.UnmarshalText([]byte(*lead)); err != nil {
+		return fmt.Errorf("bridge bench link: -lead %q: want auto or a duration such as 200us", *lead)
+	}
+	if err := loop.Spin.UnmarshalText([]byte(*spin)); err != nil {
+		return fmt.Errorf("bridge bench link: -spin %q: want auto or a duration such as 50us", *spin)
+	}
+	cfg, err := config.BenchLink(*rate, loop, *plantKind)
 	if err != nil {
-		return err
+		return fmt.Errorf("bridge bench link: %w", err)
 	}
 	l := &cfg.Links[0]
 	rec, timing := loopbench.NewReplies(), loopbench.NewLinkTiming(realtime.NewClock(), l.Period())
@@ -272,7 +272,7 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	var peer *loopbench.Peer
 	if *partnerMode == "process" {
-		if peer, err = startPartnerProcess(ctx, a.links[0].Master, l.Name, doc); err != nil {
+		if peer, err = startPartnerProcess(ctx, a.links[0].Master, l.Name, cfg); err != nil {
 			a.close()
 			return err
 		}
@@ -322,7 +322,7 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // no port is free between choosing and binding it. The process runs until
 // Stop, or until ctx is done; either interrupts it, so that it prints its
 // report.
-func startPartnerProcess(ctx context.Context, m *simulink.Master, link, doc string) (*loopbench.Peer, error) {
+func startPartnerProcess(ctx context.Context, m *simulink.Master, link string, cfg *config.Config) (*loopbench.Peer, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -337,7 +337,11 @@ func startPartnerProcess(ctx context.Context, m *simulink.Master, link, doc stri
 	}
 	unmap := func(ap netip.AddrPort) string { return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()).String() }
 	file := filepath.Join(os.TempDir(), fmt.Sprintf("bridge-bench-%d.toml", os.Getpid()))
-	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+	var doc bytes.Buffer
+	if err := cfg.Write(&doc, nil, "bridge bench link's link, for the partner's shape"); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(file, doc.Bytes(), 0o600); err != nil {
 		return nil, err
 	}
 	defer os.Remove(file) // read by the partner before it prints its first line

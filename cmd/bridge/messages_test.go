@@ -36,6 +36,8 @@ func TestFlagValuesRefused(t *testing.T) {
 		{[]string{"sim", "servos", "-duration", "-5s"}, "bridge sim servos: -duration -5s: want 0"},
 		{[]string{"bench", "link", "-duration", "-5s"}, "bridge bench link: -duration -5s: want a positive duration"},
 		{[]string{"bench", "link", "-rate", "0"}, "bridge bench link: -rate 0: want a rate above 0 Hz"},
+		{[]string{"bench", "link", "-plant", "arm"}, `bridge bench link: -plant "arm": want sim (in-memory motors) or emio`},
+		{[]string{"bench", "link", "-lead", "soon"}, `bridge bench link: -lead "soon": want auto or a duration`},
 		{[]string{"bench", "loop", "-duration", "0s"}, "bridge bench loop: -duration 0s: want a positive duration"},
 		{[]string{"bench", "loop", "-rate", "-1"}, "bridge bench loop: -rate -1: want a rate above 0 Hz"},
 		{[]string{"bench", "links", "-rate", "-1"}, "bridge bench links: -rate -1: want a rate above 0 Hz"},
