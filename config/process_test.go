@@ -90,3 +90,22 @@ func TestSimLinks(t *testing.T) {
 		t.Errorf("cpu 2000: %v", err)
 	}
 }
+
+// bench link's configuration: one link on either plant, the loop as given,
+// every other key at its default; an unknown plant refused by name.
+func TestBenchLinkConfig(t *testing.T) {
+	cpu, dma := 1, false
+	for _, plant := range []string{"sim", "emio"} {
+		c, err := BenchLink(500, LoopTable{Priority: 70, CPU: &cpu, DMALatency: &dma}, plant)
+		if err != nil {
+			t.Fatalf("%s: %v", plant, err)
+		}
+		l := c.Links[0]
+		if l.Name != "bench" || l.RateHz != 500 || l.Loop.Priority != 70 || *l.Loop.CPU != 1 || *l.Loop.DMALatency || l.Plant.Kind() != plant || c.Service.Metrics != "" {
+			t.Errorf("%s: %+v", plant, l)
+		}
+	}
+	if _, err := BenchLink(500, LoopTable{}, "arm"); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), `plant "arm"`) {
+		t.Errorf("plant arm: %v", err)
+	}
+}
