@@ -2,18 +2,16 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/labbridge/bridge/internal/console"
 	"github.com/labbridge/bridge/loopbench"
 	"github.com/labbridge/bridge/vrep"
+	"github.com/labbridge/bridge/vrep/vrepbench"
 	"github.com/labbridge/bridge/vrep/vrepsim"
 )
 
@@ -139,96 +137,30 @@ func benchVREP(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stderr, "bridge bench vrep: -protocol %q -rate %v -duration %v: want az or zmq, a rate ≥ 0 and a duration > 0\n", *protocol, *rate, *duration)
 		return errUsage
 	}
-	addr := *address
-	var wg sync.WaitGroup
-	sctx, stopScene := context.WithCancel(ctx)
-	defer wg.Wait()
-	defer stopScene()
-	if addr == "" {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return fmt.Errorf("bridge bench vrep: a loopback port for the simulated scene: %w", err)
-		}
-		addr = ln.Addr().String()
-		var serve func(context.Context, net.Listener) error
-		if proto == vrep.ZMQ {
-			s, err := vrepsim.NewZMQ(vrepsim.ZMQConfig{Running: true})
-			if err != nil {
-				return err
-			}
-			serve = s.Serve
-		} else {
-			s, err := vrepsim.NewAZ(vrepsim.AZConfig{})
-			if err != nil {
-				return err
-			}
-			serve = s.Serve
-		}
-		wg.Go(func() { serve(sctx, ln) })
+	if *stepOnly && proto != vrep.ZMQ {
+		fmt.Fprintln(stderr, "bridge bench vrep: -step-only times sim.step: -protocol zmq")
+		return errUsage
 	}
-	scene, err := vrep.New(vrep.Config{Protocol: proto, Address: addr, Timeout: *timeout, Stepping: true, Start: true})
+	if *seed != "" && proto != vrep.AZ {
+		fmt.Fprintln(stderr, "bridge bench vrep: -seed runs the seed's AZ client: -protocol az")
+		return errUsage
+	}
+	res, err := vrepbench.Run(ctx, vrepbench.Config{Protocol: proto, Address: *address, Rate: *rate, Duration: *duration, Count: *count,
+		Timeout: *timeout, UntilExhausted: *untilRefused, StepOnly: *stepOnly})
 	if err != nil {
-		return err
-	}
-	defer scene.Close()
-	if err := scene.Open(ctx); err != nil {
 		return fmt.Errorf("bridge bench vrep: %w", err)
 	}
-	u := []float64{0.5, -0.5}
-	exchange := func() error { return scene.Exchange(u) }
-	if *stepOnly {
-		if proto != vrep.ZMQ {
-			fmt.Fprintln(stderr, "bridge bench vrep: -step-only times sim.step: -protocol zmq")
-			return errUsage
-		}
-		// The scene is open (started, in lock step): a second client of
-		// ours alone steps it, the scene's own client being idle.
-		scene.Close()
-		r, err := vrep.DialRemote(ctx, vrep.RemoteConfig{Address: addr, CallTimeout: *timeout, ClientTimeout: 5 * time.Second})
-		if err != nil {
-			return fmt.Errorf("bridge bench vrep: %w", err)
-		}
-		defer r.Close()
-		if _, err := r.Call("sim.setStepping", true); err != nil {
-			return fmt.Errorf("bridge bench vrep: %w", err)
-		}
-		exchange = func() error { _, err := r.Call("sim.step"); return err }
-	}
-	cfg := loopbench.ExchangeConfig{Rate: *rate, Duration: *duration, Count: *count}
-	if *untilRefused {
-		cfg.Stop = func(err error) bool { return errors.Is(err, syscall.EADDRNOTAVAIL) }
-	}
-	rep, err := loopbench.RunExchanges(ctx, cfg, exchange)
-	if err != nil {
-		return err
-	}
-	tw, twErr := loopbench.TimeWait(portOf(addr))
-	name := "go " + proto.String() + " client"
-	if *stepOnly {
-		name = "go zmq client, sim.step alone"
-	}
 	if *asJSON {
-		return rep.JSON(stdout)
+		return res.Report.JSON(stdout)
 	}
-	rep.WriteText(stdout, name)
-	if twErr == nil && proto == vrep.AZ {
-		fmt.Fprintf(stdout, "  %d sockets in TIME_WAIT toward or from port %d\n", tw, portOf(addr))
+	res.Report.WriteText(stdout, res.Name)
+	if res.TimeWait >= 0 {
+		fmt.Fprintf(stdout, "  %d sockets in TIME_WAIT toward or from %s\n", res.TimeWait, res.Address)
 	}
 	if *seed != "" {
-		if proto != vrep.AZ {
-			fmt.Fprintln(stderr, "bridge bench vrep: -seed runs the seed's AZ client: -protocol az")
-			return errUsage
-		}
-		return benchSeedClient(ctx, *seed, addr, rep, stdout)
+		return benchSeedClient(ctx, *seed, res.Address, res.Report, stdout)
 	}
 	return nil
-}
-
-func portOf(addr string) int {
-	_, p, _ := net.SplitHostPort(addr)
-	var n int
-	fmt.Sscan(p, &n)
-	return n
 }
 
 // benchSeedClient runs the seed's Python client (scripts/seed_az_client.py
