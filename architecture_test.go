@@ -59,7 +59,7 @@ var imports = map[string][]string{
 	"vrep/vrepsim":     {"zmtp"},
 	// The scene's exchange measured: the scene, its simulator, the bench.
 	"vrep/vrepbench": {"loopbench", "vrep", "vrep/vrepsim"},
-	"sim":              {"plant", "realtime", "emio", "camera", "dynamixel", "dynamixel/dxlsim", "realsense/tracker"},
+	"sim":            {"plant", "realtime", "emio", "camera", "dynamixel", "dynamixel/dxlsim", "realsense/tracker"},
 	// The loop, link and supervisor know no device and no configuration.
 	"bridge":  {"plant", "realtime", "simulink"},
 	"metrics": {"plant", "simulink"},

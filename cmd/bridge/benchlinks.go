@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/labbridge/bridge/logging"
 	"io"
 	"log/slog"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/labbridge/bridge/bridge"
 	"github.com/labbridge/bridge/config"
+	"github.com/labbridge/bridge/logging"
 	"github.com/labbridge/bridge/loopbench"
 	"github.com/labbridge/bridge/metrics"
 	"github.com/labbridge/bridge/realtime"

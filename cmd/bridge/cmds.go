@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/labbridge/bridge/logging"
 	"io"
 	"log/slog"
 	"math"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/labbridge/bridge/config"
 	"github.com/labbridge/bridge/emio"
+	"github.com/labbridge/bridge/logging"
 	"github.com/labbridge/bridge/loopbench"
 	"github.com/labbridge/bridge/realtime"
 	"github.com/labbridge/bridge/simulink"

@@ -1,10 +1,10 @@
 package main
 
 import (
-	"github.com/labbridge/bridge/logging"
 	"time"
 
 	"github.com/labbridge/bridge/config"
+	"github.com/labbridge/bridge/logging"
 	"github.com/labbridge/bridge/plant"
 	"github.com/labbridge/bridge/realtime"
 	"github.com/labbridge/bridge/statuspage"

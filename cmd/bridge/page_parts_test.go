@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/labbridge/bridge/logging"
 	"image"
 	"image/jpeg"
 	"io"
@@ -16,6 +15,7 @@ import (
 
 	defaultconfig "github.com/labbridge/bridge"
 	"github.com/labbridge/bridge/config"
+	"github.com/labbridge/bridge/logging"
 	"github.com/labbridge/bridge/statuspage"
 )
 
