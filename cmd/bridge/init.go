@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -164,7 +163,7 @@ func findEmio(ctx context.Context, f findFlags, stdout, stderr io.Writer) (hw co
 		hw.Camera = "none"
 		fmt.Fprintln(stdout, "camera: none (-camera none): the markers are zeros; the Simulink model gets no feedback")
 	case f.playback != "":
-		desc, err := probeRecording(ctx, f.playback)
+		desc, err := realsense.Probe(ctx, f.playback)
 		if err != nil {
 			fmt.Fprintf(stdout, "camera: the recording %s cannot be played: %v\n", f.playback, err)
 			missing = append(missing, "a playable recording")
@@ -242,63 +241,26 @@ func (p prefixed) Write(b []byte) (int, error) {
 	return p.w.Write(b)
 }
 
-// findCamera looks for a RealSense camera: the one whose serial is want,
-// or the first with "auto".
+// findCamera looks for a RealSense camera (realsense.Find), saying what it
+// sees and what to do when it finds none.
 func findCamera(ctx context.Context, want string, stdout io.Writer) (serial string, ok bool) {
-	lib, err := realsense.LoadAny(ctx)
-	if err != nil {
-		fmt.Fprintf(stdout, "camera: cannot look for a RealSense camera: %v\n", err)
-		fmt.Fprintln(stdout, "  install librealsense2 (pip install pyrealsense2), then run bridge init again")
-		if want != "auto" {
-			return want, false
-		}
-		return "", false
+	serial, seen, err := realsense.Find(ctx, want)
+	if serial == "" && want != "auto" {
+		serial = want // written as asked, for a camera plugged in later
 	}
-	defer lib.Close()
-	devs, err := lib.ListDevices()
-	if err != nil {
-		fmt.Fprintf(stdout, "camera: %v\n", err)
-		return "", false
-	}
-	for _, d := range devs {
+	for _, d := range seen {
 		fmt.Fprintf(stdout, "camera: %s, serial %s, firmware %s\n", d.Name, d.Serial, d.Firmware)
 	}
-	if want != "auto" {
-		if slices.ContainsFunc(devs, func(d realsense.DeviceInfo) bool { return d.Serial == want }) {
-			return want, true
-		}
-		fmt.Fprintf(stdout, "camera: no camera with serial %s is connected\n", want)
-		return want, false
+	switch {
+	case err == nil:
+		return serial, true
+	case seen == nil && !errors.Is(err, realsense.ErrNoCamera):
+		fmt.Fprintf(stdout, "camera: cannot look for a RealSense camera: %v\n", err)
+		fmt.Fprintln(stdout, "  install librealsense2 (pip install pyrealsense2), then run bridge init again")
+	default:
+		fmt.Fprintf(stdout, "camera: %v\n", err)
 	}
-	if len(devs) == 0 {
-		fmt.Fprintln(stdout, "camera: no RealSense camera is connected (a USB 3 port and cable; the udev rules of bridge install, or root)")
-		return "", false
-	}
-	return devs[0].Serial, true
-}
-
-// probeRecording plays the first frames of a recording: a file the camera
-// code can open, with the colour and depth streams the tracker needs.
-func probeRecording(ctx context.Context, path string) (string, error) {
-	if _, err := os.Stat(path); err != nil {
-		return "", err
-	}
-	lib, err := realsense.LoadAny(ctx)
-	if err != nil {
-		return "", fmt.Errorf("%w (install librealsense2: pip install pyrealsense2)", err)
-	}
-	defer lib.Close()
-	cam, err := lib.OpenCamera(realsense.Config{PlaybackFile: path, Color: true, Depth: true, Timeout: 5 * time.Second})
-	if err != nil {
-		return "", err
-	}
-	defer cam.Close()
-	f := cam.NewFrame()
-	if err := cam.Read(ctx, f); err != nil {
-		return "", fmt.Errorf("no frame: %w", err)
-	}
-	c, d := cam.Intrinsics()
-	return fmt.Sprintf("colour %dx%d, depth %dx%d", c.Width, c.Height, d.Width, d.Height), nil
+	return serial, false
 }
 
 // initHeader is the comment at the top of the written file.
