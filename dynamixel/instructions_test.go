@@ -1,8 +1,11 @@
 package dynamixel_test
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
+	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -141,5 +144,38 @@ func TestCorruptReply(t *testing.T) {
 	}
 	if _, _, err := b.Ping(0); err != nil {
 		t.Fatalf("after a corrupt reply: %v", err)
+	}
+}
+
+// FindBaud tries each baud until a servo is there, tells each baud's
+// replies, and stops at an open that fails.
+func TestFindBaud(t *testing.T) {
+	open := func(baud int) (*dynamixel.Bus, func(), error) {
+		cfg := dxlsim.DefaultBusConfig()
+		if baud != 1000000 {
+			cfg.IDs = []byte{200} // the servos answer at 1 Mbps only
+		}
+		sb, err := dxlsim.NewBus(cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		if baud == 4000000 {
+			return nil, nil, os.ErrPermission
+		}
+		b, err := dynamixel.NewBus(dxlsim.NewPipe(sb), dynamixel.BusConfig{Baud: baud, Margin: 20 * time.Millisecond})
+		return b, func() {}, err
+	}
+	var tried []int
+	baud, ids, err := dynamixel.FindBaud(context.Background(), open, []int{57600, 1000000, 4000000}, []byte{0, 1, 2, 3}, func(baud int, replies []dynamixel.Found) {
+		tried = append(tried, baud, len(replies))
+	})
+	if err != nil || baud != 1000000 || !slices.Equal(ids, []byte{0, 1, 2, 3}) || !slices.Equal(tried, []int{57600, 0, 1000000, 4}) {
+		t.Errorf("FindBaud = %d %v %v, tried %v", baud, ids, err, tried)
+	}
+	if _, _, err := dynamixel.FindBaud(context.Background(), open, []int{57600, 4000000, 1000000}, []byte{0}, nil); !errors.Is(err, os.ErrPermission) {
+		t.Errorf("an open that fails: %v", err)
+	}
+	if baud, ids, err := dynamixel.FindBaud(context.Background(), open, []int{57600}, []byte{0}, nil); baud != 0 || ids != nil || err != nil {
+		t.Errorf("nobody there: %d %v %v", baud, ids, err)
 	}
 }

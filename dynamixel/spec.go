@@ -93,3 +93,42 @@ func Scan(ctx context.Context, bus *Bus, ids []byte, found func(Found), progress
 	}
 	return nil
 }
+
+// Present reports whether a scan's reply says a servo is there and
+// answering: a clean reply, or one with the servo's hardware alert. A
+// corrupt or refused reply is a servo that answered badly.
+func (f Found) Present() bool { return f.Err == nil || errors.Is(f.Err, ErrAlert) }
+
+// FindBaud scans ids at each of bauds in turn, on the bus open makes for
+// that baud (closed after), until some servo is present (Found.Present) at
+// one of them. It returns that baud and the present IDs, or 0 and none.
+// tried, if not nil, sees each baud's replies, those that answered badly
+// included, once its scan is done. An open that fails ends the search with
+// its error.
+func FindBaud(ctx context.Context, open func(baud int) (*Bus, func(), error), bauds []int, ids []byte, tried func(baud int, replies []Found)) (int, []byte, error) {
+	for _, baud := range bauds {
+		bus, closeBus, err := open(baud)
+		if err != nil {
+			return 0, nil, err
+		}
+		var replies []Found
+		err = Scan(ctx, bus, ids, func(f Found) { replies = append(replies, f) }, nil)
+		closeBus()
+		if tried != nil {
+			tried(baud, replies)
+		}
+		if err != nil {
+			return 0, nil, err
+		}
+		var present []byte
+		for _, f := range replies {
+			if f.Present() {
+				present = append(present, f.ID)
+			}
+		}
+		if len(present) > 0 {
+			return baud, present, nil
+		}
+	}
+	return 0, nil, nil
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -185,47 +186,39 @@ func findEmio(ctx context.Context, f findFlags, stdout, stderr io.Writer) (hw co
 	return hw, found, missing, nil
 }
 
-// pingServos pings ids at each baud until one answers, and returns that
-// baud and the IDs that answered there.
+// pingServos finds the baud at which ids answer (dynamixel.FindBaud),
+// saying what each baud gave.
 func pingServos(ctx context.Context, spec string, rates []int, ids []byte, latency time.Duration, stdout, stderr io.Writer) (int, []int) {
-	for _, baud := range rates {
-		bus, closePort, err := openBus(spec, baud, latency, 500*time.Microsecond, prefixed{stdout, "servos: "})
-		if err != nil {
-			fmt.Fprintf(stdout, "servos: cannot open %s: %v\n", spec, err)
-			if errors.Is(err, os.ErrPermission) {
-				fmt.Fprintln(stdout, "  add yourself to the dialout group (sudo usermod -aG dialout $USER, then log in again)")
-			}
-			return 0, nil
-		}
-		var got []int
-		var lines []string
-		err = dynamixel.Scan(ctx, bus, ids, func(f dynamixel.Found) {
-			if f.Err != nil && !errors.Is(f.Err, dynamixel.ErrAlert) {
-				lines = append(lines, fmt.Sprintf("servo %d at %d baud answered badly: %v", f.ID, baud, f.Err))
-				return
-			}
-			got = append(got, int(f.ID))
+	open := func(baud int) (*dynamixel.Bus, func(), error) {
+		return openBus(spec, baud, latency, 500*time.Microsecond, prefixed{stdout, "servos: "})
+	}
+	baud, present, err := dynamixel.FindBaud(ctx, open, rates, ids, func(baud int, replies []dynamixel.Found) {
+		for _, f := range replies {
 			l := fmt.Sprintf("servo %d: %s (model %d), firmware %d, at %d baud", f.ID, dynamixel.ModelName(f.Model), f.Model, f.Firmware, baud)
-			if f.Err != nil {
+			switch {
+			case !f.Present():
+				l = fmt.Sprintf("servo %d at %d baud answered badly: %v", f.ID, baud, f.Err)
+			case f.Err != nil:
 				l += "; ALERT: " + f.Err.Error()
 			}
-			lines = append(lines, l)
-		}, nil)
-		closePort()
-		for _, l := range lines {
 			fmt.Fprintln(stdout, "servos: "+l)
 		}
-		if err != nil {
-			fmt.Fprintf(stdout, "servos: scan stopped: %v\n", err)
-			return 0, nil
+		if !slices.ContainsFunc(replies, dynamixel.Found.Present) {
+			fmt.Fprintf(stdout, "servos: none of IDs %s answered at %d baud\n", idList(bytesToInts(ids)), baud)
 		}
-		if len(got) > 0 {
-			return baud, got
+	})
+	switch {
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		fmt.Fprintf(stdout, "servos: scan stopped: %v\n", err)
+	case err != nil:
+		fmt.Fprintf(stdout, "servos: cannot open %s: %v\n", spec, err)
+		if errors.Is(err, os.ErrPermission) {
+			fmt.Fprintln(stdout, "  add yourself to the dialout group (sudo usermod -aG dialout $USER, then log in again)")
 		}
-		fmt.Fprintf(stdout, "servos: none of IDs %s answered at %d baud\n", idList(bytesToInts(ids)), baud)
+	case baud == 0:
+		fmt.Fprintln(stdout, "servos: no servo answered: check the Emio's power supply (12 V), the cable to the U2D2, and -ids")
 	}
-	fmt.Fprintln(stdout, "servos: no servo answered: check the Emio's power supply (12 V), the cable to the U2D2, and -ids")
-	return 0, nil
+	return baud, bytesToInts(present)
 }
 
 // prefixed writes each write to w after prefix: one line of advice.
