@@ -220,7 +220,7 @@ func (p *EmioPlant) validate(l *Link, v *validator) {
 		v.bad("plant.mode", quote(p.Mode), "position or extended")
 	}
 	servos := p.servoConfig(l)
-	var fe *emio.FieldError
+	var fe *plant.FieldError
 	idsBad := false
 	for _, err := range joined(servos.Validate()) {
 		if !errors.As(err, &fe) {

@@ -142,7 +142,7 @@ func (p *Meca500Plant) validate(l *Link, v *validator) {
 	if p.Address == "sim" {
 		cfg.Address = "127.0.0.1" // served on a free port at build
 	}
-	var fe *meca500.FieldError
+	var fe *plant.FieldError
 	for _, err := range joined(cfg.Validate()) {
 		if errors.As(err, &fe) && fe.Field != "address" && fe.Field != "mode" {
 			v.bad("plant."+fe.Field, fe.Value, fe.Want)

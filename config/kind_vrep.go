@@ -165,7 +165,7 @@ func (p *VREPPlant) validate(l *Link, v *validator) {
 		v.bad("plant.min/max", fmt.Sprint(p.Min, p.Max), fmt.Sprintf("%d values each, one per command element", n))
 		cfg.Limits = nil
 	}
-	var fe *vrep.FieldError
+	var fe *plant.FieldError
 	for _, err := range joined(cfg.Validate()) {
 		if !errors.As(err, &fe) {
 			continue

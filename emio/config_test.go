@@ -7,6 +7,7 @@ import (
 
 	"github.com/labbridge/bridge/dynamixel"
 	"github.com/labbridge/bridge/emio"
+	"github.com/labbridge/bridge/plant"
 )
 
 // The defaults validate, and each bad field comes back as its own
@@ -27,7 +28,7 @@ func TestConfigValidate(t *testing.T) {
 	}
 	var fields []string
 	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-		var fe *emio.FieldError
+		var fe *plant.FieldError
 		if !errors.As(e, &fe) {
 			t.Fatalf("%v is not a FieldError", e)
 		}
@@ -36,7 +37,7 @@ func TestConfigValidate(t *testing.T) {
 	if got := strings.Join(fields, " "); got != "ids mode profile_velocity rejoin_speed baud" {
 		t.Errorf("fields %q", got)
 	}
-	if want := "emio: ids = [1 2 1]: want distinct IDs in 0..252"; !strings.Contains(err.Error(), want) {
+	if want := "emio: invalid configuration: ids = [1 2 1]: want distinct IDs in 0..252"; !strings.Contains(err.Error(), want) {
 		t.Errorf("%v, want …%s…", err, want)
 	}
 }

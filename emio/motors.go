@@ -265,27 +265,12 @@ func DefaultConfig() Config {
 		Bus: dynamixel.BusConfig{Baud: bus.Baud}, Port: "auto", MaxMisses: 3, Period: time.Second / 30, RejoinSpeed: DefaultRejoinSpeed}
 }
 
-// FieldError is one bad value of a Config. Field is the key a
-// configuration file gives it (profile_velocity), Want what is allowed.
-type FieldError struct {
-	Field string
-	Value any
-	Want  string
-}
-
-func (e *FieldError) Error() string {
-	return fmt.Sprintf("emio: %s = %v: want %s", e.Field, e.Value, e.Want)
-}
-
-// Unwrap makes every FieldError an ErrConfig.
-func (e *FieldError) Unwrap() error { return ErrConfig }
-
-// Validate checks every field and returns one *FieldError per bad value,
+// Validate checks every field and returns one *plant.FieldError per bad value,
 // joined (errors.Join), or nil.
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(field string, v any, want string) {
-		errs = append(errs, &FieldError{Field: field, Value: v, Want: want})
+		errs = append(errs, &plant.FieldError{Err: ErrConfig, Field: field, Value: v, Want: want})
 	}
 	if len(c.IDs) < 1 || len(c.IDs) > MaxServos {
 		bad("ids", c.IDs, fmt.Sprintf("1 to %d servo IDs (the Emio: [0, 1, 2, 3])", MaxServos))

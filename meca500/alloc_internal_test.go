@@ -7,16 +7,15 @@ import (
 	"time"
 )
 
-// A tick of a Meca500 link allocates nothing: the reader parsing a
-// monitoring cycle, Measure, Command writing one motion command and the
-// watchdog refresh to a real socket, Idle refreshing the watchdog, and Age
-// while the device is down.
-func TestTickAllocatesNothing(t *testing.T) {
+// sink is a loopback TCP port that reads and discards what each
+// connection sends, closed when the test ends.
+func sink(t *testing.T) net.Listener {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Skipf("no loopback TCP port: %v", err)
 	}
-	defer ln.Close()
+	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -29,6 +28,15 @@ func TestTickAllocatesNothing(t *testing.T) {
 			}()
 		}
 	}()
+	return ln
+}
+
+// A tick of a Meca500 link allocates nothing: the reader parsing a
+// monitoring cycle, Measure, Command writing one motion command and the
+// watchdog refresh to a real socket, Idle refreshing the watchdog, and Age
+// while the device is down.
+func TestTickAllocatesNothing(t *testing.T) {
+	ln := sink(t)
 	for _, mode := range []Mode{JointVelocity, CartesianVelocity, JointPosition} {
 		a, err := New(Config{Address: ln.Addr().String(), Mode: mode, Pose: true, Watchdog: 1e9, WriteTimeout: time.Second})
 		if err != nil {

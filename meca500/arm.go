@@ -170,28 +170,13 @@ func (c *Config) defaults() {
 	}
 }
 
-// FieldError is one bad value of a Config. Field is the key a
-// configuration file gives it (vel_timeout), Want what is allowed.
-type FieldError struct {
-	Field string
-	Value any
-	Want  string
-}
-
-func (e *FieldError) Error() string {
-	return fmt.Sprintf("meca500: %s = %v: want %s", e.Field, e.Value, e.Want)
-}
-
-// Unwrap makes every FieldError an ErrConfig.
-func (e *FieldError) Unwrap() error { return ErrConfig }
-
-// Validate checks every field and returns one *FieldError per bad value,
+// Validate checks every field and returns one *plant.FieldError per bad value,
 // joined (errors.Join), or nil. Period, when set, is the link's: the
 // dead-man timeouts must outlast it and the monitoring must sample within it.
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(field string, v any, want string) {
-		errs = append(errs, &FieldError{Field: field, Value: v, Want: want})
+		errs = append(errs, &plant.FieldError{Err: ErrConfig, Field: field, Value: v, Want: want})
 	}
 	if c.Address == "" {
 		bad("address", `""`, "host or host:port, such as 192.168.0.100")

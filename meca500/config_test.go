@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/labbridge/bridge/meca500"
+	"github.com/labbridge/bridge/plant"
 )
 
 // The defaults validate at every period the link allows, and every bad field
@@ -33,7 +34,7 @@ func TestConfigValidate(t *testing.T) {
 	}
 	var fields []string
 	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-		var fe *meca500.FieldError
+		var fe *plant.FieldError
 		if !errors.As(e, &fe) {
 			t.Fatalf("%v is not a FieldError", e)
 		}
@@ -42,7 +43,7 @@ func TestConfigValidate(t *testing.T) {
 	if got := strings.Join(fields, " "); got != "address speed_fraction vel_timeout watchdog monitoring_interval startup_timeout" {
 		t.Errorf("fields %q", got)
 	}
-	if want := "meca500: vel_timeout = 5ms: want longer than the link's period 10ms"; !strings.Contains(err.Error(), want) {
+	if want := "meca500: invalid configuration: vel_timeout = 5ms: want longer than the link's period 10ms"; !strings.Contains(err.Error(), want) {
 		t.Errorf("message %q, want …%s…", err, want)
 	}
 }

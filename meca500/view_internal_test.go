@@ -2,7 +2,6 @@ package meca500
 
 import (
 	"errors"
-	"io"
 	"net"
 	"testing"
 	"time"
@@ -29,23 +28,7 @@ func TestCanMoveIsReadyErr(t *testing.T) {
 // while another goroutine holds it (the reader preempted mid-cycle), and the
 // next release publishes what changed under it.
 func TestTickDoesNotWaitForTheMutex(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Skipf("no loopback TCP port: %v", err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				io.Copy(io.Discard, c)
-				c.Close()
-			}()
-		}
-	}()
+	ln := sink(t)
 	a, err := New(Config{Address: ln.Addr().String(), Pose: true, WriteTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -254,30 +254,13 @@ func (c *Config) defaults() {
 	}
 }
 
-// FieldError is one bad value of a Config. Field is the key a
-// configuration file gives it (vel_timeout, joints[2]), Want what is
-// allowed; Allowed, when set, the names the value had to be one of.
-type FieldError struct {
-	Field   string
-	Value   any
-	Want    string
-	Allowed []string
-}
-
-func (e *FieldError) Error() string {
-	return fmt.Sprintf("vrep: %s = %v: want %s", e.Field, e.Value, e.Want)
-}
-
-// Unwrap makes every FieldError an ErrConfig.
-func (e *FieldError) Unwrap() error { return ErrConfig }
-
-// Validate checks every field and returns one *FieldError per bad value,
+// Validate checks every field and returns one *plant.FieldError per bad value,
 // joined (errors.Join), or nil. Period, when set, is the link's: the
 // dead-man must outlast it.
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(field string, v any, want string) {
-		errs = append(errs, &FieldError{Field: field, Value: v, Want: want})
+		errs = append(errs, &plant.FieldError{Err: ErrConfig, Field: field, Value: v, Want: want})
 	}
 	if host, port, err := net.SplitHostPort(c.Address); err != nil || host == "" || port == "" {
 		def := DefaultAZAddress
@@ -346,16 +329,16 @@ func checkNames(key string, names, allowed []string, least int) []error {
 	}
 	if len(names) > len(allowed) || len(names) < least {
 		// A long list is not searched for duplicates.
-		return []error{&FieldError{Field: key, Value: fmt.Sprintf("%q", names), Want: want}}
+		return []error{&plant.FieldError{Err: ErrConfig, Field: key, Value: fmt.Sprintf("%q", names), Want: want}}
 	}
 	var errs []error
 	for i, n := range names {
 		switch {
 		case !slices.Contains(allowed, n):
-			errs = append(errs, &FieldError{Field: fmt.Sprintf("%s[%d]", key, i), Value: fmt.Sprintf("%q", n),
+			errs = append(errs, &plant.FieldError{Err: ErrConfig, Field: fmt.Sprintf("%s[%d]", key, i), Value: fmt.Sprintf("%q", n),
 				Want: "one of " + strings.Join(allowed, ", "), Allowed: allowed})
 		case slices.Index(names, n) != i:
-			errs = append(errs, &FieldError{Field: fmt.Sprintf("%s[%d]", key, i), Value: fmt.Sprintf("%q", n), Want: "each element once"})
+			errs = append(errs, &plant.FieldError{Err: ErrConfig, Field: fmt.Sprintf("%s[%d]", key, i), Value: fmt.Sprintf("%q", n), Want: "each element once"})
 		}
 	}
 	return errs
