@@ -2,7 +2,6 @@ package config
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -220,12 +219,8 @@ func (p *EmioPlant) validate(l *Link, v *validator) {
 		v.bad("plant.mode", quote(p.Mode), "position or extended")
 	}
 	servos := p.servoConfig(l)
-	var fe *plant.FieldError
 	idsBad := false
-	for _, err := range joined(servos.Validate()) {
-		if !errors.As(err, &fe) {
-			continue
-		}
+	for _, fe := range plant.FieldErrors(servos.Validate()) {
 		switch fe.Field {
 		case "mode", "period":
 			continue // the file's mode is checked above; the period is the link's

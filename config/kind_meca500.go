@@ -2,7 +2,6 @@ package config
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -142,9 +141,8 @@ func (p *Meca500Plant) validate(l *Link, v *validator) {
 	if p.Address == "sim" {
 		cfg.Address = "127.0.0.1" // served on a free port at build
 	}
-	var fe *plant.FieldError
-	for _, err := range joined(cfg.Validate()) {
-		if errors.As(err, &fe) && fe.Field != "address" && fe.Field != "mode" {
+	for _, fe := range plant.FieldErrors(cfg.Validate()) {
+		if fe.Field != "address" && fe.Field != "mode" {
 			v.bad("plant."+fe.Field, fe.Value, fe.Want)
 		}
 	}
@@ -174,17 +172,6 @@ func (p *Meca500Plant) driverConfig(l *Link) meca500.Config {
 		ConnectTimeout: p.ConnectTimeout.Duration, ReplyTimeout: p.ReplyTimeout.Duration,
 		StartupTimeout: p.StartupTimeout.Duration, WriteTimeout: p.WriteTimeout.Duration, Silence: p.Silence.Duration,
 	}
-}
-
-// joined splits an errors.Join result into its errors.
-func joined(err error) []error {
-	if u, ok := err.(interface{ Unwrap() []error }); ok {
-		return u.Unwrap()
-	}
-	if err != nil {
-		return []error{err}
-	}
-	return nil
 }
 
 // validHostname accepts a DNS name: letters, digits, dots and dashes.

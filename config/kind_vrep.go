@@ -2,7 +2,6 @@ package config
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -165,11 +164,7 @@ func (p *VREPPlant) validate(l *Link, v *validator) {
 		v.bad("plant.min/max", fmt.Sprint(p.Min, p.Max), fmt.Sprintf("%d values each, one per command element", n))
 		cfg.Limits = nil
 	}
-	var fe *plant.FieldError
-	for _, err := range joined(cfg.Validate()) {
-		if !errors.As(err, &fe) {
-			continue
-		}
+	for _, fe := range plant.FieldErrors(cfg.Validate()) {
 		key, val, want := "plant."+fe.Field, fe.Value, fe.Want
 		switch {
 		case fe.Field == "address":

@@ -27,11 +27,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatalf("Validate = %v, want ErrConfig", err)
 	}
 	var fields []string
-	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-		var fe *plant.FieldError
-		if !errors.As(e, &fe) {
-			t.Fatalf("%v is not a FieldError", e)
-		}
+	for _, fe := range plant.FieldErrors(err) {
 		fields = append(fields, fe.Field)
 	}
 	if got := strings.Join(fields, " "); got != "ids mode profile_velocity rejoin_speed baud" {

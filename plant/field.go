@@ -22,3 +22,25 @@ func (e *FieldError) Error() string {
 
 // Unwrap returns the driver's sentinel.
 func (e *FieldError) Unwrap() error { return e.Err }
+
+// FieldErrors lists the FieldErrors in err, which may join several
+// (errors.Join), in order; none when err holds none.
+func FieldErrors(err error) []*FieldError {
+	var out []*FieldError
+	var walk func(error)
+	walk = func(err error) {
+		switch e := err.(type) {
+		case nil:
+		case *FieldError:
+			out = append(out, e)
+		case interface{ Unwrap() []error }:
+			for _, x := range e.Unwrap() {
+				walk(x)
+			}
+		case interface{ Unwrap() error }:
+			walk(e.Unwrap())
+		}
+	}
+	walk(err)
+	return out
+}

@@ -3,6 +3,7 @@ package plant_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/labbridge/bridge/plant"
@@ -39,5 +40,30 @@ func TestHaltPolicy(t *testing.T) {
 	}
 	if plant.HaltPolicy(9).String() != "unknown" {
 		t.Error("an unknown policy has a name")
+	}
+}
+
+// FieldErrors finds every field error, alone, joined or wrapped, in order,
+// and errors.Is reaches the driver's sentinel through each.
+func TestFieldErrors(t *testing.T) {
+	errBad := errors.New("drv: invalid configuration")
+	a := &plant.FieldError{Err: errBad, Field: "a", Value: 1, Want: "0"}
+	b := &plant.FieldError{Err: errBad, Field: "b[2]", Value: `"x"`, Want: "one of y, z", Allowed: []string{"y", "z"}}
+	for _, c := range []struct {
+		err  error
+		want []*plant.FieldError
+	}{
+		{nil, nil},
+		{errors.New("other"), nil},
+		{a, []*plant.FieldError{a}},
+		{errors.Join(a, errors.New("other"), b), []*plant.FieldError{a, b}},
+		{fmt.Errorf("wrapped: %w", errors.Join(a, b)), []*plant.FieldError{a, b}},
+	} {
+		if got := plant.FieldErrors(c.err); !slices.Equal(got, c.want) {
+			t.Errorf("FieldErrors(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+	if !errors.Is(b, errBad) || b.Error() != `drv: invalid configuration: b[2] = "x": want one of y, z` {
+		t.Errorf("%v", b)
 	}
 }
