@@ -53,6 +53,10 @@ func RunSeedClient(ctx context.Context, seed, addr string, n int) (SeedClientRes
 	for _, ns := range raw.RTT {
 		h.Record(ns)
 	}
+	if raw.Good == 0 && n > 0 {
+		// A client that reached no scene reports nothing, not a failure.
+		return SeedClientResult{}, fmt.Errorf("loopbench: the seed's client made no exchange with %s (%d failed, %d other): %q", addr, raw.Bad, raw.Other, raw.Lines)
+	}
 	r := SeedClientResult{Good: raw.Good, Bad: raw.Bad, Other: raw.Other, Lines: raw.Lines}
 	r.Report = ExchangeReport{Exchanges: uint64(raw.Good), Failures: uint64(raw.Bad), RTT: h.Summary(), Seconds: raw.Seconds}
 	if raw.Seconds > 0 {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/labbridge/bridge/internal/console"
-	"github.com/labbridge/bridge/loopbench"
 	"github.com/labbridge/bridge/vrep"
 	"github.com/labbridge/bridge/vrep/vrepbench"
 	"github.com/labbridge/bridge/vrep/vrepsim"
@@ -145,8 +144,13 @@ func benchVREP(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintln(stderr, "bridge bench vrep: -seed runs the seed's AZ client: -protocol az")
 		return errUsage
 	}
+	if *seed != "" {
+		if _, err := os.Stat(*seed); err != nil {
+			return fmt.Errorf("bridge bench vrep: -seed: %w", err)
+		}
+	}
 	res, err := vrepbench.Run(ctx, vrepbench.Config{Protocol: proto, Address: *address, Rate: *rate, Duration: *duration, Count: *count,
-		Timeout: *timeout, UntilExhausted: *untilRefused, StepOnly: *stepOnly})
+		Timeout: *timeout, UntilExhausted: *untilRefused, StepOnly: *stepOnly, Seed: *seed})
 	if err != nil {
 		return fmt.Errorf("bridge bench vrep: %w", err)
 	}
@@ -157,27 +161,11 @@ func benchVREP(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if res.TimeWait >= 0 {
 		fmt.Fprintf(stdout, "  %d sockets in TIME_WAIT toward or from %s\n", res.TimeWait, res.Address)
 	}
-	if *seed != "" {
-		return benchSeedClient(ctx, *seed, res.Address, res.Report, stdout)
-	}
-	return nil
-}
-
-// benchSeedClient runs the seed's Python client (scripts/seed_az_client.py
-// extracts it from the seed document) against the scene at addr, as many
-// exchanges as the Go client made, and prints both side by side.
-func benchSeedClient(ctx context.Context, seed, addr string, goRep loopbench.ExchangeReport, stdout io.Writer) error {
-	if _, err := os.Stat(seed); err != nil {
-		return fmt.Errorf("bridge bench vrep: -seed: %w", err)
-	}
-	n := min(goRep.Exchanges, 5000)
-	py, err := loopbench.RunSeedClient(ctx, seed, addr, int(n))
-	if err != nil {
-		return fmt.Errorf("bridge bench vrep: the seed's Python client: %w", err)
-	}
-	py.Report.WriteText(stdout, "seed python client")
-	if p, g := py.Report.RTT, goRep.RTT; p.P50 > 0 && g.P50 > 0 {
-		fmt.Fprintf(stdout, "python/go round trip: p50 ×%.1f, p99 ×%.1f\n", float64(p.P50)/float64(g.P50), float64(p.P99)/float64(g.P99))
+	if py, g := res.Seed, res.Report; py != nil {
+		py.WriteText(stdout, "seed python client")
+		if py.RTT.P50 > 0 && g.RTT.P50 > 0 {
+			fmt.Fprintf(stdout, "python/go round trip: p50 ×%.1f, p99 ×%.1f\n", float64(py.RTT.P50)/float64(g.RTT.P50), float64(py.RTT.P99)/float64(g.RTT.P99))
+		}
 	}
 	return nil
 }

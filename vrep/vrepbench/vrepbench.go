@@ -39,6 +39,10 @@ type Config struct {
 	// StepOnly (ZMQ) times sim.step alone, in lock step, instead of a whole
 	// tick.
 	StepOnly bool
+	// Seed (AZ), if set, is the seed document whose Python client then
+	// makes as many exchanges (at most 5 000) with the same scene, still
+	// served, for comparison.
+	Seed string
 }
 
 // Result is a run's report and what it was.
@@ -52,6 +56,8 @@ type Result struct {
 	// TimeWait is how many sockets were left in TIME_WAIT toward or from
 	// the scene's port (AZ connects once a tick); -1 when unknown.
 	TimeWait int
+	// Seed is the seed's Python client's report (Config.Seed), nil without.
+	Seed *loopbench.ExchangeReport
 }
 
 // Run measures the exchanges cfg asks for.
@@ -61,6 +67,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, fmt.Errorf("%w: rate %v, duration %v: want a rate ≥ 0 and a duration > 0", ErrConfig, cfg.Rate, cfg.Duration)
 	case cfg.StepOnly && cfg.Protocol != vrep.ZMQ:
 		return Result{}, fmt.Errorf("%w: step-only times sim.step: it needs protocol zmq", ErrConfig)
+	case cfg.Seed != "" && cfg.Protocol != vrep.AZ:
+		return Result{}, fmt.Errorf("%w: the seed's client speaks AZ: it needs protocol az", ErrConfig)
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = time.Second
@@ -114,6 +122,13 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		if tw, err := loopbench.TimeWait(portOf(res.Address)); err == nil {
 			res.TimeWait = tw
 		}
+	}
+	if cfg.Seed != "" {
+		py, err := loopbench.RunSeedClient(ctx, cfg.Seed, res.Address, int(min(res.Report.Exchanges, 5000)))
+		if err != nil {
+			return res, err
+		}
+		res.Seed = &py.Report
 	}
 	return res, nil
 }
