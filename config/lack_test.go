@@ -44,7 +44,10 @@ func (a agreement) check(t *testing.T, b *Built, sup *bridge.Supervisor, reg *pr
 				return false
 			}
 		}
-		return b.Link.State() == a.state && faultActive(b, a.fault)
+		// The gauge is set when the change is announced, a moment after
+		// the state itself.
+		return b.Link.State() == a.state && faultActive(b, a.fault) &&
+			linkStateGauge(t, reg, b.Link.Name()) == a.state.String()
 	})
 	h := fmt.Sprint(sup.Health())
 	for _, w := range a.health {
@@ -212,12 +215,12 @@ func TestEmioCameraUnpluggedMidRun(t *testing.T) {
 		t.Error("no stale measurement counted while the markers were held")
 	}
 	b.LabCamera.Plug()
-	testutil.WaitFor(t, "running again with goals written", func() bool {
-		return b.Link.State() == bridge.Running && goalWrites(b) > before
+	// The gauge is set when the change is announced, a moment after the
+	// state itself: wait for both.
+	testutil.WaitFor(t, "running again with goals written and bridge_link_state running", func() bool {
+		return b.Link.State() == bridge.Running && goalWrites(b) > before &&
+			linkStateGauge(t, reg, "emio") == "running"
 	})
-	if got := linkStateGauge(t, reg, "emio"); got != "running" {
-		t.Errorf("bridge_link_state %q after the replug", got)
-	}
 }
 
 // Every link kind, for each way it stops running, says the same thing
