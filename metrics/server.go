@@ -83,11 +83,8 @@ func listenWith(addr string, gatherer prometheus.Gatherer, health func() error, 
 	// Each endpoint has its own budget of requests in flight, and the
 	// admitted ones but /healthz's share the CPU gate (limit.go).
 	gate := newCPUGate(running)
-	mux.Handle("/metrics", inFlight(metricsInFlight, gated(gate, promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{
-		ErrorLog:      errLog,
-		ErrorHandling: promhttp.ContinueOnError, // a broken collector must not hide the others
-		Timeout:       writeTimeout - time.Second,
-	}))))
+	scrapes, _ := metricsHandler(gatherer, errLog, gate)
+	mux.Handle("/metrics", scrapes)
 	mux.Handle("GET /healthz", inFlight(healthzInFlight, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		plainText(w)
 		if health != nil {
@@ -116,6 +113,18 @@ func listenWith(addr string, gatherer prometheus.Gatherer, health func() error, 
 		return nil, fmt.Errorf("metrics: listen %q: %w", addr, err)
 	}
 	return &Server{addr: ln.Addr(), ln: ln, handler: mux, errLog: errLog, logger: logger}, nil
+}
+
+// metricsHandler serves /metrics within its budget of requests in flight.
+// A scrape within scrapeEvery of the last gather shares its answer without
+// entering the gate (scrape.go).
+func metricsHandler(gatherer prometheus.Gatherer, errLog *log.Logger, gate cpuGate) (http.Handler, *scrapeCache) {
+	c := newScrapeCache(gated(gate, promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{
+		ErrorLog:      errLog,
+		ErrorHandling: promhttp.ContinueOnError, // a broken collector must not hide the others
+		Timeout:       writeTimeout - time.Second,
+	})), scrapeEvery, time.Now)
+	return inFlight(metricsInFlight, c), c
 }
 
 func plainText(w http.ResponseWriter) {

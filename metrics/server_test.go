@@ -241,8 +241,8 @@ func TestListenWithIndex(t *testing.T) {
 }
 
 // Each endpoint has its own budget of requests in flight: beyond it a request
-// gets 503 with Retry-After before any work is done, and a full /metrics or
-// status page leaves /healthz answering.
+// gets 503 with Retry-After before any work is done, and a full status page
+// leaves /healthz answering. /metrics: TestScrapeBudget.
 func TestServerInFlightBudgets(t *testing.T) {
 	entered := make(chan string)
 	release := make(chan struct{})
@@ -283,7 +283,6 @@ func TestServerInFlightBudgets(t *testing.T) {
 		path   string
 		budget int
 	}{
-		{"/metrics", metricsInFlight},
 		{"/status.json", snapshotInFlight},
 		{"/camera/x.jpg", cameraInFlight},
 		{"/", pageInFlight},
