@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labbridge/bridge/latency"
 	"github.com/labbridge/bridge/realtime"
 )
 
@@ -297,3 +298,22 @@ func TestLoopLeadValidate(t *testing.T) {
 type nopTrigger struct{}
 
 func (nopTrigger) WaitUntil(int64) (uint64, int64, error) { return 0, 0, nil }
+
+// The lead's window is the module's one scale with windowSubBits, up to
+// 2^windowTopExp, and one more bucket above; each bucket's upper bound is
+// the next one's start, so the lead is never short.
+func TestLeadWindowIsTheScale(t *testing.T) {
+	if want := latency.BucketsBelow(windowTopExp, windowSubBits) + 1; windowBuckets != want {
+		t.Errorf("windowBuckets %d, want %d", windowBuckets, want)
+	}
+	for b := range windowBuckets - 2 {
+		if lo, _ := latency.BucketBounds(b+1, windowSubBits); windowUpper(b) != lo {
+			t.Fatalf("bucket %d ends at %d, the next starts at %d", b, windowUpper(b), lo)
+		}
+	}
+	for _, v := range []int64{0, 7, 1023, 1 << 20, 1<<windowTopExp - 1} {
+		if b := windowBucket(v); windowUpper(b) <= v || windowUpper(b) > v+v/8+1 {
+			t.Errorf("value %d: bucket %d answers %d, want above it by at most 1/8", v, b, windowUpper(b))
+		}
+	}
+}

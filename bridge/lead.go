@@ -1,6 +1,6 @@
 package bridge
 
-import "math/bits"
+import "github.com/labbridge/bridge/latency"
 
 // quantileWindow estimates a high quantile of the last size to 2·size
 // samples (durations in ns) without allocating: two log-linear histograms,
@@ -14,41 +14,25 @@ type quantileWindow struct {
 	total     int // samples in cur and prev
 }
 
-// Buckets: 8 per octave from 1 µs to 2^30 ns (≈ 1.07 s), one below (all of
-// [0, 1 µs)) and one above. The quantile answers the bucket's upper bound,
-// so it errs late by at most 1/8 of the value: the lead is never short
-// because of the histogram.
+// Buckets, on the scale of latency.Bucket: one per value below 8 ns, then 8
+// per octave up to 2^30 ns (≈ 1.07 s), and one above. The quantile answers
+// the bucket's upper bound, so it errs late by at most 1/8 of the value:
+// the lead is never short because of the histogram.
 const (
-	windowSub     = 8
-	windowLowBits = 10 // 1024 ns
-	windowOctaves = 20
-	windowBuckets = 2 + windowSub*windowOctaves
+	windowSubBits = 3
+	windowTopExp  = 30
+	windowBuckets = (windowTopExp-windowSubBits+1)<<windowSubBits + 1 // latency.BucketsBelow(windowTopExp, windowSubBits) + 1
 )
 
-func windowBucket(v int64) int {
-	if v < 1<<windowLowBits {
-		return 0
-	}
-	e := bits.Len64(uint64(v)) - 1 // 2^e ≤ v < 2^(e+1)
-	if e >= windowLowBits+windowOctaves {
-		return windowBuckets - 1
-	}
-	sub := int(uint64(v)>>(e-3)) & (windowSub - 1)
-	return 1 + (e-windowLowBits)*windowSub + sub
-}
+func windowBucket(v int64) int { return min(latency.Bucket(v, windowSubBits), windowBuckets-1) }
 
 // windowUpper is the largest value of bucket b (the first value of the next).
 func windowUpper(b int) int64 {
-	switch {
-	case b == 0:
-		return 1 << windowLowBits
-	case b >= windowBuckets-1:
-		return 1 << (windowLowBits + windowOctaves + 1)
+	if b >= windowBuckets-1 {
+		return 1 << (windowTopExp + 1)
 	}
-	b--
-	e := windowLowBits + b/windowSub
-	sub := int64(b % windowSub)
-	return (1 << e) + (sub+1)<<(e-3)
+	lo, width := latency.BucketBounds(b, windowSubBits)
+	return lo + width
 }
 
 func newQuantileWindow(size int) quantileWindow { return quantileWindow{size: max(size, 1)} }

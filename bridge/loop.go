@@ -212,14 +212,7 @@ type clockTimer struct{ c *realtime.Clock }
 
 func (t clockTimer) now() int64 { return t.c.Now() }
 
-func (t clockTimer) sleepUntil(d int64) error {
-	// An expired clock_nanosleep still costs a trip through the scheduler
-	// (≈ 20 µs measured); a late loop cannot afford it.
-	if d <= t.c.Now() {
-		return nil
-	}
-	return realtime.SleepUntil(d)
-}
+func (t clockTimer) sleepUntil(d int64) error { return t.c.SleepUntil(d) }
 
 func (t clockTimer) spinUntil(d int64) { realtime.SpinUntil(t.c, d) }
 

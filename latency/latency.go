@@ -21,7 +21,7 @@ const (
 	subCount = 1 << subBits // linear sub-buckets per power of two
 	topExp   = 33           // highest tracked power of two: [2^33, 2^34)
 
-	numBuckets = (topExp-subBits+1)*subCount + subCount
+	numBuckets = (topExp - subBits + 2) << subBits // BucketsBelow(topExp+1, subBits)
 )
 
 // MaxTrackable is the largest value, in nanoseconds, recorded with full
@@ -46,28 +46,10 @@ type Histogram struct {
 func New() *Histogram { return new(Histogram) }
 
 // bucketOf returns the bucket index of v (v >= 0).
-func bucketOf(v int64) int {
-	if v < subCount {
-		return int(v)
-	}
-	if v > MaxTrackable {
-		return numBuckets - 1
-	}
-	e := bits.Len64(uint64(v)) - 1 // e >= subBits
-	sub := int(v>>(e-subBits)) - subCount
-	return (e-subBits+1)*subCount + sub
-}
+func bucketOf(v int64) int { return min(Bucket(v, subBits), numBuckets-1) }
 
 // bucketBounds returns the lowest value of bucket i and its width.
-func bucketBounds(i int) (lo, width int64) {
-	if i < subCount {
-		return int64(i), 1
-	}
-	e := i/subCount - 1 + subBits
-	sub := int64(i % subCount)
-	shift := uint(e - subBits)
-	return (subCount + sub) << shift, 1 << shift
-}
+func bucketBounds(i int) (lo, width int64) { return BucketBounds(i, subBits) }
 
 // Record adds one value. Negative values (a clock stepping back) count as 0.
 // It never allocates.

@@ -92,14 +92,7 @@ type clockTimer struct{ c *realtime.Clock }
 
 func (t clockTimer) now() int64 { return t.c.Now() }
 
-func (t clockTimer) sleepUntil(d int64) error {
-	// An expired clock_nanosleep still costs a trip through the kernel's
-	// scheduler; a late scheduler cannot afford it (as bridge.Loop).
-	if d <= t.c.Now() {
-		return nil
-	}
-	return realtime.SleepUntil(d)
-}
+func (t clockTimer) sleepUntil(d int64) error { return t.c.SleepUntil(d) }
 
 type nopObserver struct{}
 

@@ -2,9 +2,10 @@ package metrics
 
 import (
 	"math"
-	"math/bits"
 	"sync/atomic"
 	"time"
+
+	"github.com/labbridge/bridge/latency"
 )
 
 // The lateness window: the largest send lateness and its quantiles over the
@@ -26,42 +27,28 @@ const (
 	ringBlocks = windowBlocks + 1
 )
 
-// Histogram bins over nanoseconds: one per value below 64 ns, then
-// binSub per octave up to 2^36 ns (≈ 69 s), then one bin for anything
+// Histogram bins over nanoseconds, on the scale of latency.Bucket: one per
+// value below 64 ns, then binSub per octave up to 2^36 ns (≈ 69 s), then one bin for anything
 // longer. A bin of octave [2^e, 2^(e+1)) is 2^(e−5) ns wide and answers
 // its middle, so a quantile is off by less than 1/64 (1.6 %) of its value;
 // it is never above the window's maximum, which is exact.
 const (
 	binSubBits = 5
 	binSub     = 1 << binSubBits
-	binTopExp  = 35 // the last octave is [2^35, 2^36) ns
-	numBins    = (binTopExp-binSubBits+2)*binSub + 1
+	binTopExp  = 35                                       // the last octave is [2^35, 2^36) ns
+	numBins    = (binTopExp-binSubBits+2)<<binSubBits + 1 // latency.BucketsBelow(binTopExp+1, binSubBits) + 1
 )
 
 // binOf returns the bin of v ≥ 0 ns.
-func binOf(v int64) int {
-	if v < binSub {
-		return int(v)
-	}
-	e := bits.Len64(uint64(v)) - 1 // 2^e ≤ v < 2^(e+1)
-	if e > binTopExp {
-		return numBins - 1
-	}
-	return (e-binSubBits+1)*binSub + int(uint64(v)>>(e-binSubBits)) - binSub
-}
+func binOf(v int64) int { return min(latency.Bucket(v, binSubBits), numBins-1) }
 
 // binValue is the value, in ns, that bin b stands for: the middle of its
 // range (exact for the one-nanosecond bins), +Inf for the last bin.
 func binValue(b int) float64 {
-	switch {
-	case b < 2*binSub:
-		return float64(b)
-	case b >= numBins-1:
+	if b >= numBins-1 {
 		return math.Inf(1)
 	}
-	e := b/binSub + binSubBits - 1
-	lo := int64(binSub+b%binSub) << (e - binSubBits)
-	width := int64(1) << (e - binSubBits)
+	lo, width := latency.BucketBounds(b, binSubBits)
 	return float64(lo) + float64(width-1)/2
 }
 

@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/labbridge/bridge/latency"
 )
 
 // Each bin holds one range of values, the ranges follow each other, and the
@@ -306,5 +308,13 @@ func BenchmarkLatenessSnapshot(b *testing.B) {
 		var s windowSnapshot
 		w.snapshot(&s)
 		_ = s.quantile(999)
+	}
+}
+
+// The bins are the module's one scale with binSubBits, and one more bin
+// for everything from 2^(binTopExp+1) on.
+func TestBinsAreTheScale(t *testing.T) {
+	if want := latency.BucketsBelow(binTopExp+1, binSubBits) + 1; numBins != want {
+		t.Errorf("numBins %d, want %d", numBins, want)
 	}
 }

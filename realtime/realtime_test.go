@@ -76,6 +76,24 @@ func TestSleepUntilInvalid(t *testing.T) {
 	}
 }
 
+// The clock's sleep makes no system call for a deadline that has passed
+// (even one the kernel would refuse), and sleeps to one ahead.
+func TestClockSleepUntil(t *testing.T) {
+	c := NewClock()
+	for _, d := range []int64{-1, 0, c.Now()} {
+		if err := c.SleepUntil(d); err != nil {
+			t.Errorf("SleepUntil(%d) = %v, want nil at once", d, err)
+		}
+	}
+	deadline := c.Now() + int64(200*time.Microsecond)
+	if err := c.SleepUntil(deadline); err != nil {
+		t.Fatal(err)
+	}
+	if now := c.Now(); now < deadline {
+		t.Fatalf("woke at %d, before the deadline %d", now, deadline)
+	}
+}
+
 func TestSpinUntil(t *testing.T) {
 	c := NewClock()
 	deadline := c.Now() + int64(50*time.Microsecond)

@@ -2,8 +2,9 @@ package simulink
 
 import (
 	"math"
-	"math/bits"
 	"sync"
+
+	"github.com/labbridge/bridge/latency"
 )
 
 // Clock sources of the receive timestamps in SendTimingStats.Clock.
@@ -43,7 +44,7 @@ const (
 	// devMaxExp: values up to 2^36 ns (≈ 69 s) have their own bucket; larger
 	// ones go into the last (MaxNs stays exact).
 	devMaxExp  = 36
-	devBuckets = 2*devSub + (devMaxExp-devSubBits-1)*devSub
+	devBuckets = (devMaxExp - devSubBits + 1) << devSubBits // latency.BucketsBelow(devMaxExp, devSubBits)
 )
 
 // devHist is a fixed histogram of non-negative ns values; it never allocates.
@@ -53,28 +54,12 @@ type devHist struct {
 	maxVal int64
 }
 
-func devIndex(v int64) int {
-	if v < 2*devSub {
-		return int(max(v, 0))
-	}
-	e := bits.Len64(uint64(v)) - 1
-	if e >= devMaxExp {
-		return devBuckets - 1
-	}
-	m := int(uint64(v) >> (e - devSubBits)) // in [devSub, 2·devSub)
-	return 2*devSub + (e-devSubBits-1)*devSub + m - devSub
-}
+func devIndex(v int64) int { return min(latency.Bucket(v, devSubBits), devBuckets-1) }
 
 // devValue is the midpoint of bucket i.
 func devValue(i int) int64 {
-	if i < 2*devSub {
-		return int64(i)
-	}
-	k := i - 2*devSub
-	e := k/devSub + devSubBits + 1
-	m := int64(k%devSub + devSub)
-	shift := e - devSubBits
-	return m<<shift + (int64(1)<<shift)/2
+	lo, width := latency.BucketBounds(i, devSubBits)
+	return lo + width/2
 }
 
 func (h *devHist) record(v int64) {

@@ -4,6 +4,8 @@ import (
 	"math"
 	"sync"
 	"testing"
+
+	"github.com/labbridge/bridge/latency"
 )
 
 // within reports whether got is within rel (relative) of want.
@@ -326,5 +328,13 @@ func TestSendTimingConcurrent(t *testing.T) {
 	wg.Wait()
 	if s := st.Snapshot(); s.Intervals != 19_999 {
 		t.Errorf("%+v", s)
+	}
+}
+
+// The deviation histogram is the module's one scale with devSubBits, up to
+// 2^devMaxExp.
+func TestDevBucketsAreTheScale(t *testing.T) {
+	if want := latency.BucketsBelow(devMaxExp, devSubBits); devBuckets != want {
+		t.Errorf("devBuckets %d, want %d", devBuckets, want)
 	}
 }
