@@ -253,9 +253,11 @@ func newLoop(cfg LoopConfig, timer loopTimer, obs LoopObserver, logger *slog.Log
 	}
 	l.leadObs, _ = obs.(LeadObserver)
 	if cfg.AutoLead {
-		// Until the first ticks are measured: a tenth of the period, at
-		// most 2 ms, which a servo read of the Emio fits in.
-		l.lead = max(l.lead, min(l.period/10, int64(2*time.Millisecond)))
+		// Until the first ticks are measured: a quarter of the period, at
+		// most 5 ms, which the Emio's first servo reads fit in (a tenth,
+		// at most 2 ms, sent single ticks of its first second 0.3–0.8 ms
+		// late).
+		l.lead = max(l.lead, min(l.period/4, int64(initialLeadMax)))
 	}
 	l.leadNow.Store(l.lead)
 	l.spinNow.Store(l.spin)
@@ -267,6 +269,8 @@ const (
 	learnWindow   = 1024  // samples per window; the estimate spans 1024 to 2048
 	learnQuantile = 0.999 // one tick in a thousand may overrun the lead
 	learnMin      = 16    // samples before the estimate replaces the initial lead
+	// initialLeadMax bounds the lead before learnMin samples.
+	initialLeadMax = 5 * time.Millisecond
 	// leadGuard covers the gate's own cost and the histogram's resolution
 	// below it.
 	leadGuard = int64(20 * time.Microsecond)
@@ -510,12 +514,18 @@ func (l *Loop) learn(ti *TickInfo) {
 	if l.cfg.AutoLead {
 		// From the planned wake-up, so that the lead covers the wake-up's
 		// own lateness as well as the measuring.
-		l.pre.add(ti.arrived - ti.planned)
+		sample := ti.arrived - ti.planned
+		l.pre.add(sample)
 		if l.pre.count() >= learnMin {
 			q := l.pre.quantile(learnQuantile)
 			l.lead = min(max(q+leadGuard, int64(l.cfg.Lead)), l.period/2)
-			l.leadNow.Store(l.lead)
+		} else {
+			// Too few samples for a quantile: the lead only grows, to
+			// cover the slowest tick so far, so that one slow first tick
+			// does not make the next ones late too.
+			l.lead = min(max(l.lead, sample+leadGuard), l.period/2)
 		}
+		l.leadNow.Store(l.lead)
 	}
 	if l.cfg.AutoSpin && l.slept.count() >= learnMin {
 		q := l.slept.quantile(learnQuantile)
