@@ -441,3 +441,20 @@ func (o Opened) Timing(bc BusConfig) BusConfig {
 func (o Opened) Advice() string {
 	return LatencyAdvice(o.Path, int(o.LatencyTimer/time.Millisecond))
 }
+
+// OpenBus opens the servo line spec at cfg.Baud (OpenSpec) and makes a bus
+// on it, timed for the adapter (Opened.Timing: a LatencyTimer of 0 is the
+// adapter's own). It returns the advice of the opened port (Advice: "" when
+// there is none to give) and how to close it.
+func OpenBus(spec string, cfg BusConfig) (bus *Bus, closePort func(), advice string, err error) {
+	o, err := OpenSpec(spec, cfg.Baud)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	bus, err = NewBus(o.Port, o.Timing(cfg))
+	if err != nil {
+		o.Port.Close()
+		return nil, nil, "", err
+	}
+	return bus, func() { o.Port.Close() }, o.Advice(), nil
+}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labbridge/bridge/config"
 	"github.com/labbridge/bridge/dynamixel"
 	"github.com/labbridge/bridge/internal/testutil"
 )
@@ -30,11 +31,11 @@ func TestInitAutoChoosesTheU2D2(t *testing.T) {
 	}
 	find := func(ports ...dynamixel.PortInfo) (string, []string, []string, string) {
 		t.Helper()
-		var out, errs testutil.SyncBuffer
-		hw, found, missing, err := findEmio(context.Background(), findFlags{
-			port: "auto", ids: "0-3", bauds: "1000000", camera: "none", latency: latency,
-			ports: func() ([]dynamixel.PortInfo, error) { return ports, nil },
-		}, &out, &errs)
+		var out testutil.SyncBuffer
+		hw, found, missing, err := config.FindEmio(context.Background(), config.Finding{
+			Port: "auto", IDs: "0-3", Bauds: "1000000", Camera: "none", Latency: latency,
+			Ports: func() ([]dynamixel.PortInfo, error) { return ports, nil },
+		}, &out)
 		if err != nil {
 			t.Fatal(err)
 		}

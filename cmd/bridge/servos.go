@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/labbridge/bridge/config"
 	"github.com/labbridge/bridge/dynamixel"
 	"github.com/labbridge/bridge/dynamixel/dxlsim"
 	"github.com/labbridge/bridge/sim"
@@ -28,23 +29,15 @@ func busFlags(fs *flag.FlagSet, stderr io.Writer) func(baud int) (*dynamixel.Bus
 	}
 }
 
-// openBus opens the servo line spec at baud (dynamixel.OpenSpec), saying on
-// advice when the adapter's latency timer slows every read, and returns the
-// bus and how to close it. latency 0 reads the adapter's timer.
+// openBus opens the servo line spec at baud (dynamixel.OpenBus), saying on
+// advice when the adapter's latency timer slows every read. latency 0 reads
+// the adapter's timer.
 func openBus(spec string, baud int, latency, returnDelay time.Duration, advice io.Writer) (*dynamixel.Bus, func(), error) {
-	o, err := dynamixel.OpenSpec(spec, baud)
-	if err != nil {
-		return nil, nil, err
-	}
-	if a := o.Advice(); a != "" {
+	bus, closePort, a, err := dynamixel.OpenBus(spec, dynamixel.BusConfig{Baud: baud, LatencyTimer: latency, ReturnDelay: returnDelay, Margin: 3 * time.Millisecond})
+	if a != "" {
 		fmt.Fprintln(advice, a)
 	}
-	bus, err := dynamixel.NewBus(o.Port, o.Timing(dynamixel.BusConfig{Baud: baud, LatencyTimer: latency, ReturnDelay: returnDelay, Margin: 3 * time.Millisecond}))
-	if err != nil {
-		o.Port.Close()
-		return nil, nil, err
-	}
-	return bus, func() { o.Port.Close() }, nil
+	return bus, closePort, err
 }
 
 // cmdScan is `bridge scan`: list serial ports, then ping every ID at every
@@ -174,7 +167,7 @@ func cmdSimServos(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := checkDuration("sim servos", "duration", *duration, true); err != nil {
+	if err := config.CheckDuration("sim servos", "duration", *duration, true); err != nil {
 		return err
 	}
 	ids, err := dynamixel.ParseIDs(*idList)
