@@ -93,7 +93,7 @@ var (
 	ErrStalled = errors.New("camera: no frames")
 )
 
-// Config configures a Camera.
+// Config configures a Feed.
 type Config struct {
 	Name   string // for logs
 	Source Source
@@ -142,8 +142,9 @@ type Sample struct {
 	Valid bool   // false until the first frame
 }
 
-// Camera is the camera goroutine's state and the slot it publishes into.
-type Camera struct {
+// Feed is the camera goroutine: it reads a Stream's frames, tracks the
+// markers in each and publishes the newest vector into its slot.
+type Feed struct {
 	cfg Config
 	log *slog.Logger
 
@@ -184,7 +185,7 @@ type Camera struct {
 }
 
 // New checks cfg.
-func New(cfg Config) (*Camera, error) {
+func New(cfg Config) (*Feed, error) {
 	switch {
 	case cfg.Source == nil:
 		return nil, fmt.Errorf("%w: no source", ErrConfig)
@@ -210,7 +211,7 @@ func New(cfg Config) (*Camera, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Camera{cfg: cfg, log: cfg.Logger, vec: make([]float64, 3*cfg.NbMarkers)}
+	c := &Feed{cfg: cfg, log: cfg.Logger, vec: make([]float64, 3*cfg.NbMarkers)}
 	c.errFirst = fmt.Errorf("camera %s: %w", cfg.Name, ErrNoFrameYet)
 	c.errLocking = fmt.Errorf("camera %s: %w", cfg.Name, ErrLocking)
 	c.settler, _ = cfg.Frames.(interface{ Settled() bool })
@@ -226,7 +227,7 @@ func (nopObserver) ObserveRead(bool, uint64)      {}
 
 // Serve opens the source and tracks frames until ctx is done (nil) or the
 // source fails (an error; the supervisor restarts Serve, which reopens it).
-func (c *Camera) Serve(ctx context.Context) error {
+func (c *Feed) Serve(ctx context.Context) error {
 	if !c.serving.CompareAndSwap(false, true) {
 		return fmt.Errorf("camera %s: already serving", c.cfg.Name)
 	}
@@ -243,7 +244,7 @@ func (c *Camera) Serve(ctx context.Context) error {
 
 // pinned is the CPU of the camera's thread for realtime.ThreadConfig, -1
 // for none.
-func (c *Camera) pinned() int {
+func (c *Feed) pinned() int {
 	if c.cfg.Pin {
 		return c.cfg.CPU
 	}
@@ -263,7 +264,7 @@ var (
 
 // lackOf says, for a person, what a failed Serve leaves the link without
 // and what to do: a library to install is not a cable to check.
-func (c *Camera) lackOf(err error) error {
+func (c *Feed) lackOf(err error) error {
 	what := ErrNoFrameYet
 	if c.valid.Load() {
 		what = ErrNoFrames
@@ -301,7 +302,7 @@ func advice(err error) string {
 // Lack implements plant.Lacker for the marker vector: nil while frames come
 // and the ticks are on their grid; otherwise what is missing, with why and
 // what to do. It never allocates.
-func (c *Camera) Lack() error {
+func (c *Feed) Lack() error {
 	if !c.Streaming() {
 		if p := c.lack.Load(); p != nil {
 			return *p
@@ -319,7 +320,7 @@ func (c *Camera) Lack() error {
 	return nil
 }
 
-func (c *Camera) serve(ctx context.Context) error {
+func (c *Feed) serve(ctx context.Context) error {
 	st, err := c.cfg.Source.Open(ctx)
 	if err != nil {
 		c.cfg.Observer.ObserveUp(false)
@@ -362,7 +363,7 @@ func (c *Camera) serve(ctx context.Context) error {
 
 // run reads and tracks frames until ctx is done (nil) or the source
 // fails.
-func (c *Camera) run(ctx context.Context) error {
+func (c *Feed) run(ctx context.Context) error {
 	last := c.cfg.Clock.Now()
 	for ctx.Err() == nil {
 		err := c.cfg.Source.Read(ctx, &c.frame)
@@ -390,7 +391,7 @@ func (c *Camera) run(ctx context.Context) error {
 
 // prepare sizes the frame buffers and builds the tracker for st, keeping the
 // old ones when the stream is unchanged.
-func (c *Camera) prepare(st Stream) error {
+func (c *Feed) prepare(st Stream) error {
 	if c.tr != nil && st == c.stream {
 		return nil
 	}
@@ -412,7 +413,7 @@ func (c *Camera) prepare(st Stream) error {
 }
 
 // track runs the tracker on the frame just read and publishes the result.
-func (c *Camera) track() error {
+func (c *Feed) track() error {
 	start := c.cfg.Clock.Now()
 	var err error
 	c.res, err = c.tr.Process(c.frame.Color, c.frame.Depth)
@@ -460,7 +461,7 @@ func (c *Camera) track() error {
 // Markers copies the newest marker vector into dst (3·nb_markers values; it
 // implements the Emio plant's marker source). Before the first frame it
 // gives zeros, as emioapi does. q is unused: a camera measures.
-func (c *Camera) Markers(_, dst []float64) {
+func (c *Feed) Markers(_, dst []float64) {
 	c.mu.Lock()
 	copy(dst, c.vec)
 	c.mu.Unlock()
@@ -470,7 +471,7 @@ func (c *Camera) Markers(_, dst []float64) {
 // thread: it also records the vector's age and whether the tick took a frame
 // it had taken already (stale) or passed over frames (skipped), the
 // measures of a loop locked to the camera (docs/framelock.md).
-func (c *Camera) LatchMarkers(_, dst []float64) {
+func (c *Feed) LatchMarkers(_, dst []float64) {
 	c.mu.Lock()
 	copy(dst, c.vec)
 	s := c.sample
@@ -498,11 +499,11 @@ func (c *Camera) LatchMarkers(_, dst []float64) {
 
 // Reads returns how many ticks took a frame already taken (stale) and how
 // many published frames no tick took (skipped).
-func (c *Camera) Reads() (stale, skipped uint64) { return c.stale.Load(), c.skipped.Load() }
+func (c *Feed) Reads() (stale, skipped uint64) { return c.stale.Load(), c.skipped.Load() }
 
 // Timing returns the distributions of the run so far: the tracker's time
 // per frame, and the marker vector's age when a tick sent it.
-func (c *Camera) Timing() (track, age latency.Summary) {
+func (c *Feed) Timing() (track, age latency.Summary) {
 	c.hmu.Lock()
 	defer c.hmu.Unlock()
 	return c.trackHist.Summary(), c.ageHist.Summary()
@@ -511,7 +512,7 @@ func (c *Camera) Timing() (track, age latency.Summary) {
 // Summary is the camera's account of the run, for a person at the end of
 // it: frames, the tracker's time, the markers' age at the send, stale ticks
 // and skipped frames.
-func (c *Camera) Summary() string {
+func (c *Feed) Summary() string {
 	track, age := c.Timing()
 	stale, skipped := c.Reads()
 	ms := func(ns int64) float64 { return float64(ns) / 1e6 }
@@ -521,19 +522,19 @@ func (c *Camera) Summary() string {
 
 // Streaming reports whether the source is open and delivering frames (false
 // while the supervisor reopens it).
-func (c *Camera) Streaming() bool { return c.streaming.Load() }
+func (c *Feed) Streaming() bool { return c.streaming.Load() }
 
 // Ready reports whether a frame has been tracked: before it, the vector is
 // emioapi's initial zeros, not a measurement. With a Frames observer that
 // settles (a framelock.Lock), also whether the loop's ticks are on the
 // camera's grid: until then the ticks move against the frames, and the link
 // sends nothing (docs/framelock.md "Ticks").
-func (c *Camera) Ready() bool {
+func (c *Feed) Ready() bool {
 	return c.valid.Load() && (c.settler == nil || c.settler.Settled())
 }
 
 // Latest copies the newest vector into dst and says where it came from.
-func (c *Camera) Latest(dst []float64) Sample {
+func (c *Feed) Latest(dst []float64) Sample {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	copy(dst, c.vec)
@@ -556,7 +557,7 @@ type Info struct {
 }
 
 // Info reads the camera's state, on any goroutine.
-func (c *Camera) Info() Info {
+func (c *Feed) Info() Info {
 	c.mu.Lock()
 	s := c.sample
 	c.mu.Unlock()
@@ -571,7 +572,7 @@ func (c *Camera) Info() Info {
 }
 
 // Frames returns how many frames were tracked.
-func (c *Camera) Frames() uint64 { return c.frames.Load() }
+func (c *Feed) Frames() uint64 { return c.frames.Load() }
 
 // ErrNotStreaming is the health of a camera whose source is not delivering
 // frames (not yet opened, or being reopened by the supervisor).
@@ -579,7 +580,7 @@ var ErrNotStreaming = errors.New("camera is not streaming: the markers are held"
 
 // Health is nil while the source delivers frames (it makes /healthz fail
 // otherwise, naming the camera).
-func (c *Camera) Health() error {
+func (c *Feed) Health() error {
 	if c.Streaming() {
 		return nil
 	}
@@ -592,7 +593,7 @@ func (c *Camera) Health() error {
 // Why says why the camera does not stream: the last failure, without the
 // camera's name ("open: realsense: no such device: …"); "" while it
 // streams or before anything failed.
-func (c *Camera) Why() string {
+func (c *Feed) Why() string {
 	if c.Streaming() {
 		return ""
 	}
@@ -604,7 +605,7 @@ func (c *Camera) Why() string {
 
 // Status is one short line for a person watching the link: the newest
 // frame, the markers found in it, and whether the vector is held.
-func (c *Camera) Status() string {
+func (c *Feed) Status() string {
 	c.mu.Lock()
 	s := c.sample
 	c.mu.Unlock()

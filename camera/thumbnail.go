@@ -12,7 +12,7 @@ import (
 )
 
 // The thumbnail of the status page: the newest frame with the tracker's
-// mask over it and the markers it found. Tracking runs in Camera.run on
+// mask over it and the markers it found. Tracking runs in Feed.run on
 // the camera's goroutine (or its own thread with a priority) for every
 // clock of the link: "timer" and "camera" only take the published vector at
 // the send, "frame" is woken by the eventfd after it. The frame is copied
@@ -79,7 +79,7 @@ func (t *frameTap) offer(now int64, f *Frame, mask []byte, markers []tracker.Mar
 // that the next call gets a newer one: ok is false until a frame was
 // copied (the first call after a while, or a camera not streaming yet). It
 // runs on the caller's goroutine and holds the copy only while scaling.
-func (c *Camera) Thumbnail(width int) (img *image.RGBA, frame uint64, ok bool) {
+func (c *Feed) Thumbnail(width int) (img *image.RGBA, frame uint64, ok bool) {
 	t := &c.tap
 	t.until.Store(c.cfg.Clock.Now() + int64(ThumbnailWant))
 	t.mu.Lock()

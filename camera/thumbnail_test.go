@@ -13,7 +13,7 @@ import (
 
 // preparedCamera is a camera with its buffers made and one frame drawn
 // with the square centred at (cx, cy), not serving.
-func preparedCamera(t *testing.T, cx, cy int) *Camera {
+func preparedCamera(t *testing.T, cx, cy int) *Feed {
 	t.Helper()
 	clock := realtime.NewClock()
 	c, err := New(Config{Name: "t", Source: &fakeSource{clock: clock}, Tracker: newTracker, NbMarkers: 1, Clock: clock})

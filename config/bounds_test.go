@@ -34,7 +34,7 @@ func TestHugeCountsAllocateNothing(t *testing.T) {
 	for _, c := range cases {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		_, err := ParseConfig([]byte(c.doc))
+		_, err := Parse([]byte(c.doc))
 		runtime.ReadMemStats(&after)
 		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s:\n got %v\nwant %s", show(c.doc), err, c.want)
@@ -61,7 +61,7 @@ func TestNestingBombRefused(t *testing.T) {
 		for _, depth := range []int{MaxNesting + 1, 100000} {
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			_, err := ParseConfig(nestingBomb(depth, table))
+			_, err := Parse(nestingBomb(depth, table))
 			runtime.ReadMemStats(&after)
 			want := "config: invalid configuration: line 1: arrays and inline tables nested more than 32 deep; a bridge configuration nests them at most 32 deep"
 			if !errors.Is(err, ErrConfig) || !strings.HasPrefix(err.Error(), want) {
@@ -73,7 +73,7 @@ func TestNestingBombRefused(t *testing.T) {
 		}
 	}
 	// At the limit the decoder gets the file, and says the key is unknown.
-	_, err := ParseConfig(nestingBomb(MaxNesting, false))
+	_, err := Parse(nestingBomb(MaxNesting, false))
 	if err == nil || !strings.Contains(err.Error(), "a unknown key") {
 		t.Errorf("depth %d: got %v, want the decoder's unknown key", MaxNesting, err)
 	}
@@ -99,7 +99,7 @@ func TestDottedKeyBombRefused(t *testing.T) {
 		for _, parts := range []int{MaxKeyParts + 1, 100000} {
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			_, err := ParseConfig(bomb(parts))
+			_, err := Parse(bomb(parts))
 			runtime.ReadMemStats(&after)
 			if !errors.Is(err, ErrConfig) || !strings.HasPrefix(err.Error(), want) {
 				t.Errorf("%s of %d parts: got %v, want %s", name, parts, err, want)
@@ -118,7 +118,7 @@ func TestDottedKeyBombRefused(t *testing.T) {
 	for k := "a"; deep.Len() < 200<<10; k += ".a" {
 		deep.WriteString("[[" + k + "]]\n")
 	}
-	if _, err := ParseConfig([]byte(deep.String())); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "line 9: a dotted key") {
+	if _, err := Parse([]byte(deep.String())); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "line 9: a dotted key") {
 		t.Errorf("arrays of tables deeper on each line: got %v, want line 9 (9 parts) refused", err)
 	}
 	// Dots in values, strings and comments are not parts.
@@ -169,7 +169,7 @@ func TestManyKeysRefused(t *testing.T) {
 	for name, doc := range bombs {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		_, err := ParseConfig(doc)
+		_, err := Parse(doc)
 		runtime.ReadMemStats(&after)
 		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), want) {
 			t.Errorf("1 MiB of %s: got %v, want %s", name, err, want)
@@ -197,13 +197,13 @@ func TestManyLinksRefused(t *testing.T) {
 	for i := range MaxLinks {
 		b.WriteString(link(i))
 	}
-	c, err := ParseConfig([]byte(b.String()))
+	c, err := Parse([]byte(b.String()))
 	if err != nil || len(c.Links) != MaxLinks {
 		t.Fatalf("%d links: %v", MaxLinks, err)
 	}
 	b.WriteString(link(MaxLinks))
 	want := fmt.Sprintf("config: invalid configuration: %d [[link]] tables: want at most %d links in one bridge", MaxLinks+1, MaxLinks)
-	if _, err := ParseConfig([]byte(b.String())); !errors.Is(err, ErrConfig) || !strings.HasPrefix(err.Error(), want) {
+	if _, err := Parse([]byte(b.String())); !errors.Is(err, ErrConfig) || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("got %v, want %s", err, want)
 	}
 }
@@ -252,19 +252,19 @@ func TestNestingCountsOnlyValues(t *testing.T) {
 func TestFileSizeBounded(t *testing.T) {
 	doc := []byte("[[link]]\nname = \"a\"\n" + strings.Repeat("#\n", MaxFileSize))
 	want := fmt.Sprintf("config: invalid configuration: the file is %d bytes; a bridge configuration is at most 1 MiB (1048576 bytes)", len(doc))
-	if _, err := ParseConfig(doc); !errors.Is(err, ErrConfig) || !strings.HasPrefix(err.Error(), want) {
+	if _, err := Parse(doc); !errors.Is(err, ErrConfig) || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("got %v, want %s", err, want)
 	}
 	path := filepath.Join(t.TempDir(), "big.toml")
 	if err := os.WriteFile(path, doc, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadConfig(path); !errors.Is(err, ErrConfig) || !strings.HasPrefix(err.Error(), path+": "+want) {
+	if _, err := LoadFile(path); !errors.Is(err, ErrConfig) || !strings.HasPrefix(err.Error(), path+": "+want) {
 		t.Errorf("got %v, want %s: %s", err, path, want)
 	}
 	// At the limit the file is read and parsed.
 	doc = append([]byte("[[link]]\nname = \"a\"\n"), bytes.Repeat([]byte("#"), MaxFileSize-len("[[link]]\nname = \"a\"\n"))...)
-	if _, err := ParseConfig(doc); err != nil {
+	if _, err := Parse(doc); err != nil {
 		t.Errorf("a file of exactly 1 MiB: %v", err)
 	}
 }
@@ -284,7 +284,7 @@ func TestTimeoutWarning(t *testing.T) {
 	}
 	for _, c := range cases {
 		// loop.priority set: its own warning is TestPriorityWarning's.
-		cfg, err := ParseConfig([]byte(strings.Replace(c.doc, "[link.", "[link.loop]\npriority = 0\n[link.", 1)))
+		cfg, err := Parse([]byte(strings.Replace(c.doc, "[link.", "[link.loop]\npriority = 0\n[link.", 1)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -305,11 +305,11 @@ func TestPlantKindMissing(t *testing.T) {
 		"[[link]]\nname = \"x\"\n[link.plant]\nport = \"sim\"\n",
 		"[[link]]\nname = \"x\"\n[link.plant.camera]\nkind = \"sim\"\n",
 	} {
-		if _, err := ParseConfig([]byte(doc)); !errors.Is(err, ErrConfig) || err.Error() != want {
+		if _, err := Parse([]byte(doc)); !errors.Is(err, ErrConfig) || err.Error() != want {
 			t.Errorf("%q:\n got %v\nwant %s", doc, err, want)
 		}
 	}
-	c, err := ParseConfig([]byte("[[link]]\nname = \"x\"\n"))
+	c, err := Parse([]byte("[[link]]\nname = \"x\"\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +328,7 @@ func TestPriorityWarning(t *testing.T) {
 		"[[link]]\nname = \"x\"\n[link.loop]\npriority = 0\n":  "",
 		"[[link]]\nname = \"x\"\n[link.loop]\npriority = 80\n": "",
 	} {
-		cfg, err := ParseConfig([]byte(doc))
+		cfg, err := Parse([]byte(doc))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -339,7 +339,7 @@ func TestPriorityWarning(t *testing.T) {
 			t.Errorf("%q: priority %d, want 0 (SCHED_OTHER)", doc, p)
 		}
 	}
-	c, err := ParseConfig(defaultconfig.TOML())
+	c, err := Parse(defaultconfig.TOML())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +360,7 @@ func TestSpinWarning(t *testing.T) {
 		"priority = 80\nspin = \"auto\"\n":  "",
 		"priority = 0\nspin = \"800us\"\n":  "", // SCHED_OTHER is not throttled
 	} {
-		cfg, err := ParseConfig([]byte("[[link]]\nname = \"x\"\nrate_hz = 1000\n[link.udp]\nmax_timeouts = 10\n[link.loop]\n" + loop))
+		cfg, err := Parse([]byte("[[link]]\nname = \"x\"\nrate_hz = 1000\n[link.udp]\nmax_timeouts = 10\n[link.loop]\n" + loop))
 		if err != nil {
 			t.Fatal(err)
 		}

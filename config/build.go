@@ -21,6 +21,7 @@ import (
 	"github.com/labbridge/bridge/sim"
 	"github.com/labbridge/bridge/simulink"
 	"github.com/labbridge/bridge/tap"
+	"github.com/labbridge/bridge/tap/payload"
 )
 
 // Env is what building a link takes from the process.
@@ -86,6 +87,7 @@ type Built struct {
 	// (for tests that inject faults), else nil.
 	VREP *SimScene
 
+	clock   *realtime.Clock // the link's: Page dates its state with it
 	closers []func() error
 	views   []view
 	// world runs the simulated devices (the robot itself, as far as the
@@ -153,7 +155,7 @@ func (l *Link) Build(env Env) (bb *Built, err error) {
 	if env.Clock == nil {
 		env.Clock = realtime.NewClock()
 	}
-	b := &builder{env: env, link: l, built: &Built{Config: l, Layout: l.Plant.Layout()}}
+	b := &builder{env: env, link: l, built: &Built{Config: l, Layout: l.Plant.Layout(), clock: env.Clock}}
 	built := b.built
 	defer func() {
 		if err != nil {
@@ -275,16 +277,16 @@ func (l *Link) Build(env Env) (bb *Built, err error) {
 // newTap makes the link's telemetry tap: its descriptor names the link and
 // every value of the layout (docs/tap.md §4).
 func (l *Link) newTap(env Env, layout plant.Layout) (*tap.Tap, error) {
-	fields := func(fs []plant.Field) []tap.Field {
-		out := make([]tap.Field, len(fs))
+	fields := func(fs []plant.Field) []payload.Field {
+		out := make([]payload.Field, len(fs))
 		for i, f := range fs {
-			out[i] = tap.Field{Name: f.Name, Unit: f.Unit, Len: f.Len}
+			out[i] = payload.Field{Name: f.Name, Unit: f.Unit, Len: f.Len}
 		}
 		return out
 	}
 	cfg := tap.Config{
 		Address: netip.MustParseAddrPort(l.Tap.Address), PayloadType: uint8(l.Tap.PayloadType), Clock: env.Clock,
-		Descriptor: tap.Descriptor{Link: l.Name, RateHz: l.RateHz, Measure: fields(layout.Measure), Command: fields(layout.Command)},
+		Descriptor: payload.Descriptor{Link: l.Name, RateHz: l.RateHz, Measure: fields(layout.Measure), Command: fields(layout.Command)},
 	}
 	if env.Metrics != nil {
 		obs, err := env.Metrics.Tap(l.Name)

@@ -17,7 +17,7 @@ import (
 
 func parseDefault(t *testing.T, edit func(*Link, *EmioPlant)) *Config {
 	t.Helper()
-	c, err := ParseConfig(defaultconfig.TOML())
+	c, err := Parse(defaultconfig.TOML())
 	if err != nil {
 		t.Fatal(err)
 	}

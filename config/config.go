@@ -232,8 +232,8 @@ type fileLink struct {
 	Plant   toml.Primitive `toml:"plant"`
 }
 
-// ParseConfig decodes and validates a TOML document.
-func ParseConfig(data []byte) (*Config, error) {
+// Parse decodes and validates a TOML document.
+func Parse(data []byte) (*Config, error) {
 	if len(data) > MaxFileSize {
 		return nil, tooLarge(int64(len(data)))
 	}
@@ -364,15 +364,15 @@ func parseErrorText(pe toml.ParseError) (s string) {
 	return pe.ErrorWithPosition()
 }
 
-// LoadConfig reads and parses a file.
-func LoadConfig(path string) (*Config, error) {
+// LoadFile reads and parses the configuration file at path.
+func LoadFile(path string) (*Config, error) {
 	b, err := readBounded(path)
 	if errors.Is(err, ErrConfig) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	} else if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	c, err := ParseConfig(b)
+	c, err := Parse(b)
 	if err == nil {
 		err = c.CheckPorts()
 	}

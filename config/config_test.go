@@ -16,7 +16,7 @@ import (
 )
 
 func TestDefaultConfig(t *testing.T) {
-	c, err := ParseConfig(defaultconfig.TOML())
+	c, err := Parse(defaultconfig.TOML())
 	if err != nil {
 		t.Fatalf("bridge.toml: %v", err)
 	}
@@ -54,7 +54,7 @@ func TestDefaultConfig(t *testing.T) {
 }
 
 func TestConfigDefaultsForMinimalFile(t *testing.T) {
-	c, err := ParseConfig([]byte("[[link]]\nname = \"a\"\n"))
+	c, err := Parse([]byte("[[link]]\nname = \"a\"\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestConfigErrorsNameKeyAndRange(t *testing.T) {
 		{emio + "y0 = [0.0, 0, 0]\nj = [0.0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]\n[link.plant.camera]\nkind = \"sim\"\njitter = \"20ms\"\n", `plant.camera.jitter = 20ms: want 0 ≤ jitter < half a frame period (16.666666ms)`},
 	}
 	for _, c := range cases {
-		_, err := ParseConfig([]byte(c.doc))
+		_, err := Parse([]byte(c.doc))
 		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q:\n got %v\nwant …%s…", c.doc, err, c.want)
 		}
@@ -146,7 +146,7 @@ func TestKindKeys(t *testing.T) {
 			`link "a".plant.motors: the Emio has one motor per servo ID: remove motors`},
 	}
 	for _, c := range cases {
-		_, err := ParseConfig([]byte(c.doc))
+		_, err := Parse([]byte(c.doc))
 		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q:\n got %v\nwant …%s…", c.doc, err, c.want)
 		}
@@ -155,7 +155,7 @@ func TestKindKeys(t *testing.T) {
 	// its own kind.
 	doc := "[[link]]\nname = \"a\"\n[link.plant]\nkind = \"emio\"\nport = \"sim\"\n" +
 		"[[link]]\nname = \"b\"\n[link.udp]\nbind = \"0.0.0.0:9091\"\nlisten = \"0.0.0.0:25002\"\n[link.plant]\nkind = \"sim\"\nmotors = 2\n"
-	c, err := ParseConfig([]byte(doc))
+	c, err := Parse([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestEarlierLayoutSaysWhatToRename(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = ParseConfig(old)
+	_, err = Parse(old)
 	if err == nil {
 		t.Fatal("the earlier layout was accepted")
 	}
@@ -193,7 +193,7 @@ func TestEarlierLayoutSaysWhatToRename(t *testing.T) {
 }
 
 func TestEmioPlantConfig(t *testing.T) {
-	c, err := ParseConfig([]byte("[[link]]\nname = \"a\"\n[link.plant]\nkind = \"emio\"\nport = \"sim\"\n"))
+	c, err := Parse([]byte("[[link]]\nname = \"a\"\n[link.plant]\nkind = \"emio\"\nport = \"sim\"\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,13 +212,13 @@ func TestEmioPlantConfig(t *testing.T) {
 		"profile_velocity = -1\n": "profile_velocity = -1",
 		"y0 = [1.0]\n":            "plant.y0 = [1]: want 3 values (3 per marker)",
 	} {
-		_, err := ParseConfig([]byte("[[link]]\nname = \"a\"\n[link.plant]\nkind = \"emio\"\n" + doc))
+		_, err := Parse([]byte("[[link]]\nname = \"a\"\n[link.plant]\nkind = \"emio\"\n" + doc))
 		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want …%s…", doc, err, want)
 		}
 	}
 	// Three servos: every length follows.
-	c, err = ParseConfig([]byte("[[link]]\nname = \"a\"\n[link.plant]\nkind = \"emio\"\nids = [1, 2, 3]\nnb_markers = 2\n"))
+	c, err = Parse([]byte("[[link]]\nname = \"a\"\n[link.plant]\nkind = \"emio\"\nids = [1, 2, 3]\nnb_markers = 2\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestEmioPlantConfig(t *testing.T) {
 // The partner's controllers see the plant's layout: hold commands back the
 // measured angles, the Jacobian regulates the markers.
 func TestDimsOfLayouts(t *testing.T) {
-	c, err := ParseConfig(defaultconfig.TOML())
+	c, err := Parse(defaultconfig.TOML())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestDimsOfLayouts(t *testing.T) {
 // Requirement 10: emioapi's startUDP flags, with their defaults, honoured.
 func TestStartUDPFlags(t *testing.T) {
 	base := func() *Config {
-		c, err := ParseConfig(defaultconfig.TOML())
+		c, err := Parse(defaultconfig.TOML())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -298,7 +298,7 @@ func TestStartUDPFlags(t *testing.T) {
 			t.Errorf("%+v: %v, want %q", f, err, bad.want)
 		}
 	}
-	sim, err := ParseConfig([]byte("[[link]]\nname = \"a\"\n"))
+	sim, err := Parse([]byte("[[link]]\nname = \"a\"\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +328,7 @@ func TestKindsTable(t *testing.T) {
 	}
 }
 
-// FuzzParseConfig: any document gives a config or an error, never a panic,
+// FuzzParseConfig (of Parse): any document gives a config or an error, never a panic,
 // and an accepted config builds its link configurations.
 func FuzzParseConfig(f *testing.F) {
 	f.Add(defaultconfig.TOML())
@@ -343,7 +343,7 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add(old)
 	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
-		c, err := ParseConfig(doc)
+		c, err := Parse(doc)
 		if err != nil {
 			if !errors.Is(err, ErrConfig) {
 				t.Fatalf("error %v does not wrap ErrConfig", err)
@@ -377,7 +377,7 @@ func TestLeadAndSpin(t *testing.T) {
 		{"[[link]]\nname = \"a\"\nclock = \"frame\"\n" + realsense, false, false, 0, 0},
 		{"[[link]]\nname = \"a\"\nclock = \"camera\"\n" + realsense, true, false, 0, 0},
 	} {
-		c, err := ParseConfig([]byte(tc.doc))
+		c, err := Parse([]byte(tc.doc))
 		if err != nil {
 			t.Fatalf("%q: %v", tc.doc, err)
 		}
@@ -436,7 +436,7 @@ func TestPartnerPriority(t *testing.T) {
 			t.Errorf("partnerPriority(%d) = %d, want %d", loop, got, want)
 		}
 	}
-	cfg, err := ParseConfig([]byte("[[link]]\nname = \"a\"\n[link.loop]\npriority = 70\n[link.plant]\nkind = \"sim\"\n"))
+	cfg, err := Parse([]byte("[[link]]\nname = \"a\"\n[link.loop]\npriority = 70\n[link.plant]\nkind = \"sim\"\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -459,7 +459,7 @@ func TestPinPartner(t *testing.T) {
 		"[[link]]\nname = \"a\"\n":                                  true,
 		"[[link]]\nname = \"a\"\n[link.udp]\npin_partner = false\n": false,
 	} {
-		c, err := ParseConfig([]byte(doc))
+		c, err := Parse([]byte(doc))
 		if err != nil {
 			t.Fatal(err)
 		}

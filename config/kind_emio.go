@@ -441,7 +441,7 @@ func (p *EmioPlant) simulatedServos(b *builder, ids []byte, cfg *emio.Config) (*
 }
 
 // camera builds the link's camera goroutine and what it needs.
-func (p *EmioPlant) camera(b *builder, ps *parts, servos *dxlsim.Bus, ids []byte) (*camera.Camera, error) {
+func (p *EmioPlant) camera(b *builder, ps *parts, servos *dxlsim.Bus, ids []byte) (*camera.Feed, error) {
 	c := &p.Camera
 	side, err := tracker.ParseSide(c.Side)
 	if err != nil {
@@ -562,7 +562,7 @@ func (p *EmioPlant) camera(b *builder, ps *parts, servos *dxlsim.Bus, ids []byte
 // watchedCamera is the camera as a link's part whose health the link's
 // no_measurement fault reports (with a start and an end in the log), so
 // that /healthz names it once.
-type watchedCamera struct{ *camera.Camera }
+type watchedCamera struct{ *camera.Feed }
 
 // Health is nil: the link's "no_measurement" fault says it.
 func (watchedCamera) Health() error { return nil }

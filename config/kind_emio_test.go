@@ -14,7 +14,7 @@ import (
 // an absent key takes that default, and a value out of range (0 among
 // them: there is no off) is refused naming the key and the range.
 func TestEmioRejoinSpeed(t *testing.T) {
-	c, err := ParseConfig(defaultconfig.TOML())
+	c, err := Parse(defaultconfig.TOML())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,14 +25,14 @@ func TestEmioRejoinSpeed(t *testing.T) {
 		t.Error("bridge.toml does not document rejoin_speed")
 	}
 	const emioLink = "[[link]]\nname = \"a\"\n[link.plant]\nkind = \"emio\"\n"
-	c, err = ParseConfig([]byte(emioLink))
+	c, err = Parse([]byte(emioLink))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p := c.Links[0].Plant.(*EmioPlant); *p.RejoinSpeed != emio.DefaultRejoinSpeed {
 		t.Errorf("rejoin_speed %v without the key, want %v", *p.RejoinSpeed, emio.DefaultRejoinSpeed)
 	}
-	c, err = ParseConfig([]byte(emioLink + "rejoin_speed = 2.5\n"))
+	c, err = Parse([]byte(emioLink + "rejoin_speed = 2.5\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,13 +40,13 @@ func TestEmioRejoinSpeed(t *testing.T) {
 		t.Errorf("rejoin_speed %v, want 2.5", *p.RejoinSpeed)
 	}
 	for _, doc := range []string{"rejoin_speed = 0.0\n", "rejoin_speed = -1.0\n", "rejoin_speed = 11.0\n"} {
-		_, err := ParseConfig([]byte(emioLink + doc))
+		_, err := Parse([]byte(emioLink + doc))
 		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "plant.rejoin_speed = ") ||
 			!strings.Contains(err.Error(), "want 0.05..10 rad/s") || !strings.Contains(err.Error(), "there is no off") {
 			t.Errorf("%q: %v, want the key and its range", doc, err)
 		}
 	}
-	if _, err := ParseConfig([]byte("[[link]]\nname = \"a\"\n[link.plant]\nkind = \"sim\"\nrejoin_speed = 1.0\n")); err == nil ||
+	if _, err := Parse([]byte("[[link]]\nname = \"a\"\n[link.plant]\nkind = \"sim\"\nrejoin_speed = 1.0\n")); err == nil ||
 		!strings.Contains(err.Error(), `it belongs to kind "emio"`) {
 		t.Errorf("rejoin_speed in a sim plant: %v", err)
 	}
@@ -56,7 +56,7 @@ func TestEmioRejoinSpeed(t *testing.T) {
 // of its own for the servos (the link's period and the status reads follow
 // the link's rate).
 func TestEmioDefaultsAreTheDrivers(t *testing.T) {
-	c, err := ParseConfig([]byte("[[link]]\nname = \"a\"\nrate_hz = 30\n[link.plant]\nkind = \"emio\"\n"))
+	c, err := Parse([]byte("[[link]]\nname = \"a\"\nrate_hz = 30\n[link.plant]\nkind = \"emio\"\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

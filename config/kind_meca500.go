@@ -52,13 +52,13 @@ type Meca500Plant struct {
 	WriteTimeout   Duration `toml:"write_timeout"`
 	Silence        Duration `toml:"silence"`
 	// Sim is the simulated robot of address = "sim".
-	Sim Meca500Sim `toml:"sim"`
+	Sim Meca500SimTable `toml:"sim"`
 
 	mode meca500.Mode
 }
 
-// Meca500Sim is [link.plant.sim]: the simulated Meca500.
-type Meca500Sim struct {
+// Meca500SimTable is [link.plant.sim]: the simulated Meca500.
+type Meca500SimTable struct {
 	Firmware string    `toml:"firmware"`
 	Initial  []float64 `toml:"initial"`
 }

@@ -42,15 +42,15 @@ type VREPPlant struct {
 	Min []float64 `toml:"min"`
 	Max []float64 `toml:"max"`
 	// Sim is the simulated scene of address = "sim".
-	Sim VREPSim `toml:"sim"`
+	Sim VREPSimTable `toml:"sim"`
 
 	protocol vrep.Protocol
 	mode     vrep.Mode
 	zmqKeys  []string // the keys of protocol "zmq" the file set
 }
 
-// VREPSim is [link.plant.sim]: the simulated scene.
-type VREPSim struct {
+// VREPSimTable is [link.plant.sim]: the simulated scene.
+type VREPSimTable struct {
 	// Step is the simulation time step (50 ms).
 	Step Duration `toml:"step"`
 }

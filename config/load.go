@@ -1,16 +1,11 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"os"
-	"strconv"
-	"strings"
 
 	defaultconfig "github.com/labbridge/bridge"
-	"github.com/labbridge/bridge/simulink"
 )
 
 // Load reads the configuration at path; with path "", ./bridge.toml when it
@@ -23,10 +18,10 @@ func Load(path string) (*Config, string, error) {
 		}
 	}
 	if path == "" {
-		c, err := ParseConfig(defaultconfig.TOML())
+		c, err := Parse(defaultconfig.TOML())
 		return c, "embedded bridge.toml", err
 	}
-	c, err := LoadConfig(path)
+	c, err := LoadFile(path)
 	return c, path, err
 }
 
@@ -41,7 +36,7 @@ func (s Service) Level() slog.Level {
 // LoadLink reads the configuration at path and returns its link called
 // name, or its first link with name "".
 func LoadLink(path, name string) (*Link, error) {
-	c, err := LoadConfig(path)
+	c, err := LoadFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -56,33 +51,4 @@ func (c *Config) Link(name string) (*Link, error) {
 		}
 	}
 	return nil, fmt.Errorf("%w: no link %q", ErrConfig, name)
-}
-
-// PartnerFlags are the controller flags of `bridge partner`, for a partner
-// run without a configuration file.
-type PartnerFlags struct {
-	Controller string  // hold, constant, sine (jacobian needs a file)
-	U          string  // constant: the command, comma-separated (rad)
-	Amplitude  float64 // sine: rad, every motor
-	Frequency  float64 // sine: Hz, every motor
-}
-
-// Spec turns the flags into a controller spec for commands of n values.
-func (f PartnerFlags) Spec(n int) (simulink.ControllerSpec, error) {
-	spec := simulink.ControllerSpec{Kind: f.Controller}
-	switch f.Controller {
-	case "constant":
-		for _, s := range strings.Split(f.U, ",") {
-			v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-				return spec, fmt.Errorf("bridge partner: -u %q: want %d finite numbers separated by commas (rad)", f.U, n)
-			}
-			spec.U = append(spec.U, v)
-		}
-	case "sine":
-		spec.Amplitude, spec.Frequency = repeat(f.Amplitude, n), repeat(f.Frequency, n)
-	case "jacobian":
-		return spec, errors.New("bridge partner: -controller jacobian needs its parameters: use -config with a [link.partner.controller] table")
-	}
-	return spec, nil
 }

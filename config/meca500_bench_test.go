@@ -60,7 +60,7 @@ func BenchmarkMeca500Relay(b *testing.B) {
 }
 
 func benchRelay(b *testing.B, rate float64, apply string) {
-	c, err := ParseConfig(defaultconfig.TOML())
+	c, err := Parse(defaultconfig.TOML())
 	if err != nil {
 		b.Fatal(err)
 	}

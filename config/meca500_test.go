@@ -26,7 +26,7 @@ const mecaDoc = "[[link]]\nname = \"arm\"\nrate_hz = 100\n[link.plant]\nkind = \
 // The Meca500 link of the embedded default: its own ports, the vectors of
 // the README, a proportional partner on the joints.
 func TestDefaultMeca500Link(t *testing.T) {
-	c, err := ParseConfig(defaultconfig.TOML())
+	c, err := Parse(defaultconfig.TOML())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestDefaultMeca500Link(t *testing.T) {
 }
 
 func TestMeca500PlantConfig(t *testing.T) {
-	c, err := ParseConfig([]byte(mecaDoc))
+	c, err := Parse([]byte(mecaDoc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestMeca500PlantConfig(t *testing.T) {
 		t.Errorf("defaults %+v", p)
 	}
 	// At 10 Hz the watchdog is 4 periods.
-	c, err = ParseConfig([]byte(strings.Replace(mecaDoc, "rate_hz = 100", "rate_hz = 10", 1) + "vel_timeout = \"300ms\"\n"))
+	c, err = Parse([]byte(strings.Replace(mecaDoc, "rate_hz = 100", "rate_hz = 10", 1) + "vel_timeout = \"300ms\"\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestMeca500PlantConfig(t *testing.T) {
 		t.Errorf("watchdog at 10 Hz: %v", p.Watchdog.Duration)
 	}
 	// Position mode: the command is the joints, which hold echoes back.
-	c, err = ParseConfig([]byte(mecaDoc + "mode = \"joint_position\"\npose = false\n"))
+	c, err = Parse([]byte(mecaDoc + "mode = \"joint_position\"\npose = false\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,13 +94,13 @@ func TestMeca500PlantConfig(t *testing.T) {
 		"port = \"sim\"\n":   `plant.port: not a key of plant kind "meca500"; it belongs to kind "emio"`,
 		"adress = \"sim\"\n": `(did you mean "address"?)`,
 	} {
-		_, err := ParseConfig([]byte(mecaDoc + doc))
+		_, err := Parse([]byte(mecaDoc + doc))
 		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q:\n got %v\nwant …%s…", doc, err, want)
 		}
 	}
 	// A watchdog may be turned off.
-	if _, err := ParseConfig([]byte(mecaDoc + "watchdog = \"0s\"\n")); err != nil {
+	if _, err := Parse([]byte(mecaDoc + "watchdog = \"0s\"\n")); err != nil {
 		t.Errorf("watchdog off: %v", err)
 	}
 }
@@ -109,7 +109,7 @@ func TestMeca500PlantConfig(t *testing.T) {
 // config owns no default of its own.
 func TestMeca500DefaultsAreTheDrivers(t *testing.T) {
 	for _, rate := range []string{"50", "100", "1000"} {
-		c, err := ParseConfig([]byte(strings.Replace(mecaDoc, "rate_hz = 100", "rate_hz = "+rate, 1)))
+		c, err := Parse([]byte(strings.Replace(mecaDoc, "rate_hz = 100", "rate_hz = "+rate, 1)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,7 +146,7 @@ func TestMeca500Layout(t *testing.T) {
 // simulated robot and built-in partner.
 func buildMeca500(t *testing.T, env Env, edit func(*Link, *Meca500Plant)) *Built {
 	t.Helper()
-	c, err := ParseConfig(defaultconfig.TOML())
+	c, err := Parse(defaultconfig.TOML())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +357,7 @@ func (r *recording) last() []float64 {
 // after a motion error es = 1 and error = 3005 and the age keeps growing;
 // after the connection is lost the robot reads paused with error 3086.
 func TestMeca500StaleMeasurementAges(t *testing.T) {
-	c, err := ParseConfig(defaultconfig.TOML())
+	c, err := Parse(defaultconfig.TOML())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -160,7 +160,7 @@ func splitComment(line string) (code, comment string) {
 
 // Write writes c as a bridge.toml: every value c holds, defaults filled in,
 // each key with its note. header is written first, as comment lines. What
-// Write writes, ParseConfig reads back to the same configuration.
+// Write writes, Parse reads back to the same configuration.
 func (c *Config) Write(w io.Writer, notes Notes, header string) error {
 	p := &printer{notes: notes}
 	for _, l := range strings.Split(strings.TrimRight(header, "\n"), "\n") {

@@ -13,7 +13,7 @@ import (
 // What Write writes reads back to the same configuration, for the default
 // (three kinds of plant, three controllers) and for each example.
 func TestWriteReadsBack(t *testing.T) {
-	c, err := ParseConfig(defaultconfig.TOML())
+	c, err := Parse(defaultconfig.TOML())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func writeRead(t *testing.T, c *Config) (*Config, string) {
 	if err := c.Write(&b, DefaultNotes(), "the effective configuration"); err != nil {
 		t.Fatal(err)
 	}
-	back, err := ParseConfig(b.Bytes())
+	back, err := Parse(b.Bytes())
 	if err != nil {
 		t.Fatalf("written configuration refused: %v\n%s", err, b.String())
 	}
@@ -76,7 +76,7 @@ watchdog = "0s"`,
 func TestWriteSamplesReadBack(t *testing.T) {
 	for name, text := range writtenSamples {
 		t.Run(name, func(t *testing.T) {
-			c, err := ParseConfig([]byte(text))
+			c, err := Parse([]byte(text))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,7 +91,7 @@ func TestWriteSamplesReadBack(t *testing.T) {
 	}
 }
 
-// Any configuration ParseConfig accepts, Write writes and ParseConfig reads
+// Any configuration Parse accepts, Write writes and Parse reads
 // back to the same configuration.
 func FuzzWriteReadsBack(f *testing.F) {
 	f.Add(defaultconfig.TOML())
@@ -100,7 +100,7 @@ func FuzzWriteReadsBack(f *testing.F) {
 	}
 	notes := DefaultNotes()
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := ParseConfig(data)
+		c, err := Parse(data)
 		if err != nil {
 			return
 		}
@@ -108,7 +108,7 @@ func FuzzWriteReadsBack(f *testing.F) {
 		if err := c.Write(&b, notes, "fuzz"); err != nil {
 			t.Fatalf("cannot write an accepted configuration: %v", err)
 		}
-		back, err := ParseConfig(b.Bytes())
+		back, err := Parse(b.Bytes())
 		if err != nil {
 			t.Fatalf("written configuration refused: %v\n%s", err, b.String())
 		}

@@ -29,7 +29,7 @@ type Hardware struct {
 // header. It returns the text with the configuration it parses to, so
 // that what is written is known to pass `bridge check`.
 func EmioFile(hw Hardware, header string) ([]byte, *Config, error) {
-	def, err := ParseConfig(defaultconfig.TOML())
+	def, err := Parse(defaultconfig.TOML())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -76,7 +76,7 @@ func EmioFile(hw Hardware, header string) ([]byte, *Config, error) {
 	if err := c.Write(&b, DefaultNotes(), header); err != nil {
 		return nil, nil, err
 	}
-	out, err := ParseConfig(b.Bytes())
+	out, err := Parse(b.Bytes())
 	if err != nil {
 		return nil, nil, fmt.Errorf("config: the file for this hardware is refused: %w", err)
 	}

@@ -193,7 +193,7 @@ type udpPort struct {
 
 // CheckPorts refuses two links that bind the same UDP port: they pass the
 // other checks and fail at run time with "address already in use".
-// LoadConfig checks a file's links; ParseConfig does not, because a
+// LoadFile checks a file's links; Parse does not, because a
 // generated document (bench links) or start-udp's flags give each link
 // ephemeral ports at build.
 func (c *Config) CheckPorts() error { return capErrors(c.portClashes()) }

@@ -38,7 +38,7 @@ func TestRefusedValues(t *testing.T) {
 		{link + "apply = \"\x1b\"\n", pre + "toml: error: TOML files cannot contain control characters: '0x1b'\n\nAt line 3, column 9:\n\n      1 | [[link]]\n      2 | name = \"emio\"\n      3 | apply = \"\\x1b\"\n                  ^\n"},
 	}
 	for _, c := range cases {
-		cfg, err := ParseConfig([]byte(c.doc))
+		cfg, err := Parse([]byte(c.doc))
 		if err == nil {
 			err = cfg.CheckPorts()
 		}
@@ -50,7 +50,7 @@ func TestRefusedValues(t *testing.T) {
 
 // An absent key still takes its default: only a written 0 is refused.
 func TestAbsentKeysTakeDefaults(t *testing.T) {
-	c, err := ParseConfig([]byte("[[link]]\nname = \"emio\"\n[link.udp]\nremote = \"127.0.0.1:25000\"\n"))
+	c, err := Parse([]byte("[[link]]\nname = \"emio\"\n[link.udp]\nremote = \"127.0.0.1:25000\"\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestBusWarnings(t *testing.T) {
 	}
 	for _, c := range cases {
 		// loop.priority set: its own warning is TestPriorityWarning's.
-		cfg, err := ParseConfig([]byte(strings.Replace(c.doc, "[link.", "[link.loop]\npriority = 0\n[link.", 1)))
+		cfg, err := Parse([]byte(strings.Replace(c.doc, "[link.", "[link.loop]\npriority = 0\n[link.", 1)))
 		if err != nil {
 			t.Fatal(err)
 		}

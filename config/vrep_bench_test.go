@@ -42,7 +42,7 @@ func BenchmarkVREPRelay(b *testing.B) {
 }
 
 func benchVREP(b *testing.B, rate float64) {
-	c, err := ParseConfig(defaultconfig.TOML())
+	c, err := Parse(defaultconfig.TOML())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func benchVREP(b *testing.B, rate float64) {
 	p.Timeout.Duration = l.Period()
 	p.VelTimeout.Duration = max(3*l.Period(), 100*time.Millisecond)
 	l.UDP.MaxTimeouts = 50 // a hiccup of this busy machine is no reason to re-handshake
-	mem, err := ParseConfig(fmt.Appendf(nil, "[[link]]\nname = \"mem\"\nrate_hz = %g\napply = \"immediate\"\n[link.udp]\nmax_timeouts = 50\n", rate))
+	mem, err := Parse(fmt.Appendf(nil, "[[link]]\nname = \"mem\"\nrate_hz = %g\napply = \"immediate\"\n[link.udp]\nmax_timeouts = 50\n", rate))
 	if err != nil {
 		b.Fatal(err)
 	}

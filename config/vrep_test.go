@@ -31,7 +31,7 @@ const vrepDoc = "[[link]]\nname = \"wheels\"\nrate_hz = 20\n[link.plant]\nkind =
 func TestVREPDefaultsAreTheDrivers(t *testing.T) {
 	for _, extra := range []string{"", "protocol = \"zmq\"\n", "protocol = \"zmq\"\nmode = \"position\"\n"} {
 		for _, rate := range []string{"20", "1000"} {
-			c, err := ParseConfig([]byte(strings.Replace(vrepDoc, "rate_hz = 20", "rate_hz = "+rate, 1) + extra))
+			c, err := Parse([]byte(strings.Replace(vrepDoc, "rate_hz = 20", "rate_hz = "+rate, 1) + extra))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -48,7 +48,7 @@ func TestVREPDefaultsAreTheDrivers(t *testing.T) {
 }
 
 func TestDefaultVREPLink(t *testing.T) {
-	c, err := ParseConfig(defaultconfig.TOML())
+	c, err := Parse(defaultconfig.TOML())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestDefaultVREPLink(t *testing.T) {
 }
 
 func TestVREPPlantConfig(t *testing.T) {
-	c, err := ParseConfig([]byte(vrepDoc))
+	c, err := Parse([]byte(vrepDoc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestVREPPlantConfig(t *testing.T) {
 		p.VelTimeout.Duration != 150*time.Millisecond || *p.MaxFailures != 3 || len(p.Measure) != 3 || p.Simulated() {
 		t.Errorf("az defaults %+v", p)
 	}
-	c, err = ParseConfig([]byte(vrepDoc + "protocol = \"zmq\"\njoints = [\"/a\", \"/b\", \"/c\"]\nmode = \"position\"\n"))
+	c, err = Parse([]byte(vrepDoc + "protocol = \"zmq\"\njoints = [\"/a\", \"/b\", \"/c\"]\nmode = \"position\"\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestVREPPlantConfig(t *testing.T) {
 		"port = \"sim\"\n":                           `plant.port: not a key of plant kind "vrep"; it belongs to kind "emio"`,
 		"[link.plant.sim]\nstep = \"0s\"\n":          "",
 	} {
-		_, err := ParseConfig([]byte(vrepDoc + doc))
+		_, err := Parse([]byte(vrepDoc + doc))
 		if want == "" {
 			if err != nil {
 				t.Errorf("%q: %v", doc, err)
@@ -124,7 +124,7 @@ func TestVREPPlantConfig(t *testing.T) {
 			t.Errorf("%q:\n got %v\nwant …%s…", doc, err, want)
 		}
 	}
-	if _, err := ParseConfig([]byte(vrepDoc + "protocol = \"zmq\"\nmeasure = [\"sim_time\"]\n")); err == nil || !strings.Contains(err.Error(), "its vectors follow joints") {
+	if _, err := Parse([]byte(vrepDoc + "protocol = \"zmq\"\nmeasure = [\"sim_time\"]\n")); err == nil || !strings.Contains(err.Error(), "its vectors follow joints") {
 		t.Errorf("measure with zmq: %v", err)
 	}
 }
@@ -148,7 +148,7 @@ func buildVREP(t *testing.T, env Env, edit func(*Link, *VREPPlant)) *Built {
 
 func buildVREPFrom(t *testing.T, env Env, doc string, edit func(*Link, *VREPPlant)) *Built {
 	t.Helper()
-	c, err := ParseConfig([]byte(doc))
+	c, err := Parse([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}

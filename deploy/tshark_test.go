@@ -22,7 +22,7 @@ import (
 
 	"github.com/labbridge/bridge/deploy"
 	"github.com/labbridge/bridge/internal/testutil"
-	"github.com/labbridge/bridge/tap"
+	"github.com/labbridge/bridge/tap/payload"
 )
 
 // The dissector bridge install would ship is the one beside this test.
@@ -346,19 +346,19 @@ func TestTapDissectorOnBridgeSim(t *testing.T) {
 func TestTapDissectorMalformed(t *testing.T) {
 	bin, lua := tshark(t)
 	const port = 5004
-	emio := &tap.Descriptor{Link: "emio", RateHz: 50,
-		Measure: []tap.Field{{Name: "markers", Unit: "mm", Len: 3}, {Name: "angles", Unit: "rad", Len: 4}},
-		Command: []tap.Field{{Name: "angles", Unit: "rad", Len: 4}},
+	emio := &payload.Descriptor{Link: "emio", RateHz: 50,
+		Measure: []payload.Field{{Name: "markers", Unit: "mm", Len: 3}, {Name: "angles", Unit: "rad", Len: 4}},
+		Command: []payload.Field{{Name: "angles", Unit: "rad", Len: 4}},
 	}
 	deadline := time.Date(2026, 11, 24, 12, 0, 0, 123456789, time.UTC).UnixNano()
-	rec := func(seq int64, status, flags uint8) *tap.Record {
-		return &tap.Record{Status: status, Flags: flags, State: 2, Seq: seq, Tick: uint64(seq + 10),
+	rec := func(seq int64, status, flags uint8) *payload.Record {
+		return &payload.Record{Status: status, Flags: flags, State: 2, Seq: seq, Tick: uint64(seq + 10),
 			Deadline: deadline, Sent: deadline + 12_000, Lateness: 12_000, ReplyLatency: 80_000,
 			Measurement: []float64{1.5, -2.25, 300, 0.1, 0.2, 0.3, 0.4},
 			Command:     []float64{0.5, 0.6, 0.7, 0.8}, Applied: []float64{0.5, 0.6, 0.7, 0.75},
 			Descriptor: emio}
 	}
-	marshal := func(r *tap.Record) []byte {
+	marshal := func(r *payload.Record) []byte {
 		b := make([]byte, r.MarshalSize())
 		n, err := r.MarshalTo(b)
 		if err != nil {
@@ -372,20 +372,20 @@ func TestTapDissectorMalformed(t *testing.T) {
 		info    string // the info column, or the expert error's start
 		bad     bool
 	}
-	first := rec(-1, 0, tap.FlagDescriptor)
+	first := rec(-1, 0, payload.FlagDescriptor)
 	first.Sent, first.Lateness, first.ReplyLatency = 0, 0, -1
-	stale := rec(42, 4, tap.FlagStale|tap.FlagLate)
+	stale := rec(42, 4, payload.FlagStale|payload.FlagLate)
 	stale.Sent, stale.ReplyLatency = 0, -1
-	v2 := marshal(rec(43, 2, tap.FlagDescriptor))
+	v2 := marshal(rec(43, 2, payload.FlagDescriptor))
 	v2[0] = 2
-	huge := marshal(rec(44, 2, 0))[:tap.HeaderSize]
+	huge := marshal(rec(44, 2, 0))[:payload.HeaderSize]
 	binary.BigEndian.PutUint16(huge[4:], 5000)
-	withDesc := marshal(rec(45, 2, tap.FlagDescriptor))
-	other := &tap.Record{Status: 1, State: 2, Seq: 7, Tick: 9, Deadline: deadline, Sent: deadline, ReplyLatency: 1000,
+	withDesc := marshal(rec(45, 2, payload.FlagDescriptor))
+	other := &payload.Record{Status: 1, State: 2, Seq: 7, Tick: 9, Deadline: deadline, Sent: deadline, ReplyLatency: 1000,
 		Measurement: []float64{4, 5}, Command: []float64{6}, Applied: []float64{6}}
 	packets := []packet{
 		{0x0a0b0c0d, marshal(first), "emio seq -1 HANDSHAKING not sent no reply", false},
-		{0x0a0b0c0d, marshal(rec(41, 2, tap.FlagApplied)), "emio seq 41 OK_NO_DELAY late 12 µs rtt 80 µs", false},
+		{0x0a0b0c0d, marshal(rec(41, 2, payload.FlagApplied)), "emio seq 41 OK_NO_DELAY late 12 µs rtt 80 µs", false},
 		{0x0a0b0c0d, v2[:30], "unknown payload version 2", true},
 		{0x0a0b0c0d, marshal(rec(44, 2, 0))[:100], "payload too short: 100 bytes", true},
 		{0x0a0b0c0d, marshal(rec(44, 2, 0))[:20], "payload too short: 20 bytes", true},

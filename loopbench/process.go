@@ -2,12 +2,17 @@ package loopbench
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/labbridge/bridge/simulink"
 )
 
 // StartProcess starts cmd, a peer of a benchmark (`bridge partner` in a
@@ -124,4 +129,70 @@ func (w *lineWriter) lastLine() string {
 		return string(w.cur)
 	}
 	return w.last
+}
+
+// PartnerProcess starts `exe partner -json` (the bridge's own executable)
+// as the partner of master in a process of its own, its shape and
+// controller those of link in the configuration file doc. The master is
+// bound already: the process is told its ports, binds its own on port 0
+// and says which on its first line, and the master is pointed there, so no
+// port is free between choosing and binding it. The process runs until
+// Stop, or until ctx is done; either interrupts it, so that it prints its
+// report (PartnerTiming reads it).
+func PartnerProcess(ctx context.Context, exe string, master *simulink.Master, link string, doc []byte) (*Peer, error) {
+	replyTo, err := master.ListenAddr()
+	if err != nil {
+		return nil, err
+	}
+	from, err := master.LocalAddr()
+	if err != nil {
+		return nil, err
+	}
+	unmap := func(ap netip.AddrPort) string { return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()).String() }
+	f, err := os.CreateTemp("", "bridge-bench-*.toml")
+	if err != nil {
+		return nil, fmt.Errorf("loopbench: the partner's configuration: %w", err)
+	}
+	defer os.Remove(f.Name()) // read by the partner before it prints its first line
+	_, err = f.Write(doc)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loopbench: the partner's configuration %s: %w", f.Name(), err)
+	}
+	cmd := exec.CommandContext(ctx, exe, "partner", "-listen", "127.0.0.1:0", "-accept", unmap(from),
+		"-reply-to", unmap(replyTo), "-config", f.Name(), "-link", link, "-json")
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	// The partner prints one line once its sockets are bound:
+	// "partner: listening on ADDR (accepting …".
+	const ready = "partner: listening on "
+	peer, err := StartPeer(cmd, ready, 30*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	at, _, _ := strings.Cut(strings.TrimPrefix(peer.First(), ready), " ")
+	addr, err := netip.ParseAddrPort(at)
+	if err == nil {
+		err = master.SetRemote(addr)
+	}
+	if err != nil {
+		peer.Stop()
+		return nil, fmt.Errorf("loopbench: the partner process said %q, want the address it listens on: %w", peer.First(), err)
+	}
+	return peer, nil
+}
+
+// PartnerTiming stops a PartnerProcess and reads the send timing from the
+// JSON report on its last line.
+func (p *Peer) PartnerTiming() (SendTimingReport, error) {
+	last, err := p.Stop()
+	if err != nil {
+		return SendTimingReport{}, fmt.Errorf("loopbench: partner process: %w", err)
+	}
+	var r PartnerReport
+	if err := json.Unmarshal([]byte(last), &r); err != nil {
+		return SendTimingReport{}, fmt.Errorf("loopbench: partner process's last line %q: %w", last, err)
+	}
+	return r.SendTiming, nil
 }

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/labbridge/bridge/tap"
+	"github.com/labbridge/bridge/tap/payload"
 )
 
 // fixedColumns are the columns before the vectors (docs/tap.md §5).
@@ -16,9 +16,9 @@ var fixedColumns = []string{"time_s", "deadline_unix_s", "rtp_seq", "tick", "seq
 
 // Columns names the columns of a link's CSV, from its descriptor, or by
 // position for m measured and c commanded values when d is nil.
-func Columns(d *tap.Descriptor, m, c int) []string {
+func Columns(d *payload.Descriptor, m, c int) []string {
 	cols := append([]string(nil), fixedColumns...)
-	vec := func(prefix string, fs []tap.Field, n int) {
+	vec := func(prefix string, fs []payload.Field, n int) {
 		if fs == nil {
 			for i := range n {
 				cols = append(cols, fmt.Sprintf("%s_%d", prefix, i+1))
@@ -38,14 +38,14 @@ func Columns(d *tap.Descriptor, m, c int) []string {
 			}
 		}
 	}
-	var meas, cmd []tap.Field
+	var meas, cmd []payload.Field
 	if d != nil {
 		meas, cmd = d.Measure, d.Command
 		if meas == nil {
-			meas = []tap.Field{}
+			meas = []payload.Field{}
 		}
 		if cmd == nil {
-			cmd = []tap.Field{}
+			cmd = []payload.Field{}
 		}
 	}
 	vec("meas", meas, m)
@@ -112,7 +112,7 @@ func newCSV(w io.Writer, path string, cols []string) (*csvFile, error) {
 }
 
 // values are a row's numbers, in the columns' order (docs/tap.md §5).
-func (f *csvFile) values(ext int64, r *tap.Record) []float64 {
+func (f *csvFile) values(ext int64, r *payload.Record) []float64 {
 	if f.rows == 0 {
 		f.first = r.Deadline
 	}
@@ -132,7 +132,7 @@ func (f *csvFile) values(ext int64, r *tap.Record) []float64 {
 	v := append(f.vals[:0],
 		float64(r.Deadline-f.first)/1e9, float64(r.Deadline)/1e9, float64(ext), float64(r.Tick), float64(r.Seq),
 		float64(r.Status), float64(r.State), lateness, latency,
-		bit(tap.FlagLate), bit(tap.FlagApplied), bit(tap.FlagStale), bit(tap.FlagOverrun))
+		bit(payload.FlagLate), bit(payload.FlagApplied), bit(payload.FlagStale), bit(payload.FlagOverrun))
 	v = append(v, r.Measurement...)
 	v = append(v, r.Command...)
 	v = append(v, r.Applied...)
@@ -141,7 +141,7 @@ func (f *csvFile) values(ext int64, r *tap.Record) []float64 {
 }
 
 // row writes one packet's row.
-func (f *csvFile) row(ext int64, r *tap.Record) error {
+func (f *csvFile) row(ext int64, r *payload.Record) error {
 	v := f.values(ext, r)
 	b := f.line[:0]
 	for i, x := range v {

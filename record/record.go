@@ -16,7 +16,7 @@ import (
 
 	"github.com/pion/rtp"
 
-	"github.com/labbridge/bridge/tap"
+	"github.com/labbridge/bridge/tap/payload"
 )
 
 // maxHeld bounds the packets a link's stream holds before its first
@@ -72,10 +72,10 @@ type stream struct {
 	seq  sequence
 	name string
 	path string
-	desc *tap.Descriptor
+	desc *payload.Descriptor
 	file io.WriteCloser
 	csv  *csvFile
-	rec  tap.Record
+	rec  payload.Record
 	m, c int
 	held []held
 	// mismatched counts packets whose vector lengths differ from the
@@ -149,7 +149,7 @@ func (r *Recorder) Packet(pkt []byte, src netip.AddrPort, t time.Time) error {
 		r.countBad()
 		return fmt.Errorf("%w: %d bytes of padding in a %d-byte packet from %v", ErrPacket, pkt[len(pkt)-1], len(pkt), src)
 	}
-	payload := pkt[n:end]
+	body := pkt[n:end]
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := r.streams[h.SSRC]
@@ -163,13 +163,13 @@ func (r *Recorder) Packet(pkt []byte, src netip.AddrPort, t time.Time) error {
 	if !fresh {
 		return nil
 	}
-	if err := s.rec.Unmarshal(payload); err != nil {
+	if err := s.rec.Unmarshal(body); err != nil {
 		r.bad++
 		return fmt.Errorf("record: SSRC %08x, RTP seq %d: %w", h.SSRC, h.SequenceNumber, err)
 	}
-	if s.csv == nil && s.rec.Flags&tap.FlagDescriptor == 0 {
+	if s.csv == nil && s.rec.Flags&payload.FlagDescriptor == 0 {
 		if len(s.held) < maxHeld {
-			s.held = append(s.held, held{ext, slices.Clone(payload)})
+			s.held = append(s.held, held{ext, slices.Clone(body)})
 			return nil
 		}
 	}
@@ -219,7 +219,7 @@ func (r *Recorder) countBad() {
 func (r *Recorder) open(s *stream) error {
 	s.m, s.c = len(s.rec.Measurement), len(s.rec.Command)
 	name := fmt.Sprintf("ssrc_%08x", s.ssrc)
-	if s.rec.Flags&tap.FlagDescriptor != 0 {
+	if s.rec.Flags&payload.FlagDescriptor != 0 {
 		d := *s.rec.Descriptor
 		d.Measure, d.Command = slices.Clone(d.Measure), slices.Clone(d.Command)
 		s.desc = &d
@@ -256,7 +256,7 @@ func (r *Recorder) open(s *stream) error {
 	s.path, s.file, s.csv = path, f, csv
 	// The held packets first, in the order they came; the current one
 	// stays in s.rec for the caller to write after them.
-	var tmp tap.Record
+	var tmp payload.Record
 	for _, h := range s.held {
 		if err := tmp.Unmarshal(h.payload); err != nil {
 			continue // checked when it came

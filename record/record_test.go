@@ -17,7 +17,7 @@ import (
 	"github.com/pion/rtp"
 
 	"github.com/labbridge/bridge/internal/testutil"
-	"github.com/labbridge/bridge/tap"
+	"github.com/labbridge/bridge/tap/payload"
 )
 
 // Losses and reordering, counted exactly from sequence numbers, across the
@@ -65,21 +65,21 @@ func (m memFiles) create(p string) (io.WriteCloser, error) {
 
 var src = netip.MustParseAddrPort("127.0.0.1:40000")
 
-func desc() *tap.Descriptor {
-	return &tap.Descriptor{Link: "emio", RateHz: 100,
-		Measure: []tap.Field{{Name: "markers", Unit: "mm", Len: 2}, {Name: "speed", Unit: "deg/s", Len: 1}},
-		Command: []tap.Field{{Name: "angles", Unit: "rad", Len: 1}}}
+func desc() *payload.Descriptor {
+	return &payload.Descriptor{Link: "emio", RateHz: 100,
+		Measure: []payload.Field{{Name: "markers", Unit: "mm", Len: 2}, {Name: "speed", Unit: "deg/s", Len: 1}},
+		Command: []payload.Field{{Name: "angles", Unit: "rad", Len: 1}}}
 }
 
 // packet builds tap packet i of a 100 Hz link; with d, it carries the
 // descriptor.
-func packet(t testing.TB, ssrc uint32, seq uint16, i int, d *tap.Descriptor) []byte {
+func packet(t testing.TB, ssrc uint32, seq uint16, i int, d *payload.Descriptor) []byte {
 	t.Helper()
-	r := tap.Record{Status: 2, State: 2, Seq: int64(i), Tick: uint64(i), Deadline: 1_700_000_000_000_000_000 + int64(i)*10_000_000,
-		Sent: 1_700_000_000_000_000_000 + int64(i)*10_000_000 + 15_000, Lateness: 15_000, ReplyLatency: 250_000, Flags: tap.FlagApplied,
+	r := payload.Record{Status: 2, State: 2, Seq: int64(i), Tick: uint64(i), Deadline: 1_700_000_000_000_000_000 + int64(i)*10_000_000,
+		Sent: 1_700_000_000_000_000_000 + int64(i)*10_000_000 + 15_000, Lateness: 15_000, ReplyLatency: 250_000, Flags: payload.FlagApplied,
 		Measurement: []float64{float64(i), 0.5, -1}, Command: []float64{0.25}, Applied: []float64{0.25}}
 	if d != nil {
-		r.Flags |= tap.FlagDescriptor
+		r.Flags |= payload.FlagDescriptor
 		r.Descriptor = d
 	}
 	h := rtp.Header{Version: 2, PayloadType: 96, SequenceNumber: seq, Timestamp: uint32(i * 10000), SSRC: ssrc, Marker: d != nil}
@@ -104,7 +104,7 @@ func TestCSV(t *testing.T) {
 	}
 	at := time.Unix(1_700_000_000, 0)
 	// Joined mid-stream: two packets without descriptor, then one with.
-	for i, d := range []*tap.Descriptor{nil, nil, desc(), nil} {
+	for i, d := range []*payload.Descriptor{nil, nil, desc(), nil} {
 		if err := r.Packet(packet(t, 7, uint16(100+i), i, d), src, at); err != nil {
 			t.Fatal(err)
 		}
@@ -138,8 +138,8 @@ func TestManyLinksLossesReordering(t *testing.T) {
 	d2.Link = "arm"
 	order := []int{0, 1, 2, 4, 3, 5, 5, 8, 9} // 6 and 7 lost, 3 late, 5 twice
 	for k, i := range order {
-		r.Packet(packet(t, 1, uint16(65530+i), i, map[bool]*tap.Descriptor{true: desc()}[k == 0]), src, time.Now())
-		r.Packet(packet(t, 2, uint16(i), i, map[bool]*tap.Descriptor{true: d2}[k == 0]), src, time.Now())
+		r.Packet(packet(t, 1, uint16(65530+i), i, map[bool]*payload.Descriptor{true: desc()}[k == 0]), src, time.Now())
+		r.Packet(packet(t, 2, uint16(i), i, map[bool]*payload.Descriptor{true: d2}[k == 0]), src, time.Now())
 	}
 	st, _ := r.Streams()
 	want := Counts{Received: 9, Lost: 2, Reordered: 1, Duplicates: 1}
@@ -175,7 +175,7 @@ func TestBadPackets(t *testing.T) {
 		t.Errorf("bad %d, want 4", bad)
 	}
 	cut := packet(t, 3, 2, 1, desc())
-	if err := r.Packet(cut[:len(cut)-40], src, time.Now()); !errors.Is(err, tap.ErrShort) && !errors.Is(err, tap.ErrDescriptor) {
+	if err := r.Packet(cut[:len(cut)-40], src, time.Now()); !errors.Is(err, payload.ErrShort) && !errors.Is(err, payload.ErrDescriptor) {
 		t.Errorf("a cut payload: %v", err)
 	}
 }
@@ -252,7 +252,7 @@ func TestMAT(t *testing.T) {
 	d2 := desc()
 	d2.Link = "arm"
 	for i := range 500 {
-		var d, e *tap.Descriptor
+		var d, e *payload.Descriptor
 		if i == 0 {
 			d, e = desc(), d2
 		}

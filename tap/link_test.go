@@ -15,6 +15,7 @@ import (
 	"github.com/labbridge/bridge/sim"
 	"github.com/labbridge/bridge/simulink"
 	"github.com/labbridge/bridge/tap"
+	"github.com/labbridge/bridge/tap/payload"
 )
 
 var lo = netip.AddrFrom4([4]byte{127, 0, 0, 1})
@@ -69,8 +70,8 @@ func TestTickWithTapAllocatesNothing(t *testing.T) {
 	defer rx.Close()
 	tp, err := tap.New(tap.Config{
 		Address: rx.LocalAddr().(*net.UDPAddr).AddrPort(), Clock: clock,
-		Descriptor: tap.Descriptor{Link: "emio", RateHz: 50, Measure: []tap.Field{{Name: "markers", Unit: "mm", Len: 3}, {Name: "angles", Unit: "rad", Len: 4}},
-			Command: []tap.Field{{Name: "angles", Unit: "rad", Len: 4}}},
+		Descriptor: payload.Descriptor{Link: "emio", RateHz: 50, Measure: []payload.Field{{Name: "markers", Unit: "mm", Len: 3}, {Name: "angles", Unit: "rad", Len: 4}},
+			Command: []payload.Field{{Name: "angles", Unit: "rad", Len: 4}}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +111,7 @@ func TestTickWithTapAllocatesNothing(t *testing.T) {
 	// 0..N-1 in order (none dropped here: the ring holds a second).
 	want := int(ti.N)
 	buf := make([]byte, 2048)
-	var r tap.Record
+	var r payload.Record
 	rx.SetReadDeadline(time.Now().Add(30 * time.Second))
 	running := 0
 	for i := range want {

@@ -1,3 +1,8 @@
+// Package tap mirrors every tick of a link as one RTP packet (RFC 3550,
+// through github.com/pion/rtp) to a unicast or multicast address, for
+// `bridge record`, `bridge report` and Wireshark (docs/tap.md). The payload
+// is tap/payload's; this package is the sender: the loop thread fills a
+// slot of a ring, and the tap's goroutine sends it.
 package tap
 
 import (
@@ -14,6 +19,7 @@ import (
 	"github.com/pion/rtp"
 
 	"github.com/labbridge/bridge/bridge"
+	"github.com/labbridge/bridge/tap/payload"
 )
 
 // ClockRate is the RTP timestamp's clock: µs of the tick grid
@@ -50,7 +56,7 @@ type Config struct {
 	Slots int
 	// Descriptor names the link and its values; its field lengths are the
 	// vectors' (docs/tap.md §4).
-	Descriptor Descriptor
+	Descriptor payload.Descriptor
 	// Clock is the loop's clock (the deadlines are on it); its offset to
 	// Unix time is taken once, at New.
 	Clock Clock
@@ -122,8 +128,8 @@ func New(cfg Config) (*Tap, error) {
 	for _, f := range d.Command {
 		c += f.Len
 	}
-	if m > MaxValues || c > MaxValues {
-		return nil, fmt.Errorf("%w: %d measured and %d commanded values (at most %d)", ErrConfig, m, c, MaxValues)
+	if m > payload.MaxValues || c > payload.MaxValues {
+		return nil, fmt.Errorf("%w: %d measured and %d commanded values (at most %d)", ErrConfig, m, c, payload.MaxValues)
 	}
 	if _, err := d.MarshalTo(make([]byte, d.MarshalSize())); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -181,8 +187,8 @@ func (t *Tap) RecordTick(r *bridge.TickRecord) {
 // left. It may be called again after it returns (a supervisor's restart);
 // Close closes the socket.
 func (t *Tap) Serve(ctx context.Context) error {
-	buf := make([]byte, 12+HeaderSize+8*(t.m+2*t.c)+t.cfg.Descriptor.MarshalSize())
-	var rec Record
+	buf := make([]byte, 12+payload.HeaderSize+8*(t.m+2*t.c)+t.cfg.Descriptor.MarshalSize())
+	var rec payload.Record
 	rec.Descriptor = &t.cfg.Descriptor
 	rate := max(t.cfg.Descriptor.RateHz, 1)
 	every := uint64(rate + 0.5) // a descriptor about once a second
@@ -225,7 +231,7 @@ func (t *Tap) Serve(ctx context.Context) error {
 }
 
 // pack writes slot s as an RTP packet into buf.
-func (t *Tap) pack(buf []byte, s *slot, rec *Record, desc bool) (int, error) {
+func (t *Tap) pack(buf []byte, s *slot, rec *payload.Record, desc bool) (int, error) {
 	r := &s.rec
 	h := rtp.Header{
 		Version: 2, Marker: desc, PayloadType: t.cfg.PayloadType,
@@ -235,14 +241,14 @@ func (t *Tap) pack(buf []byte, s *slot, rec *Record, desc bool) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("tap: RTP header: %w", err)
 	}
-	*rec = Record{
+	*rec = payload.Record{
 		Status: uint8(r.Status), State: uint8(r.State), Seq: r.Seq, Tick: r.N,
-		Deadline: r.Deadline + t.offset, ReplyLatency: Saturate32(r.ReplyLatency),
+		Deadline: r.Deadline + t.offset, ReplyLatency: payload.Saturate32(r.ReplyLatency),
 		Measurement: r.Measurement, Command: r.Command, Applied: r.Applied, Descriptor: rec.Descriptor,
 	}
 	if r.Sent != 0 {
 		rec.Sent = r.Sent + t.offset
-		rec.Lateness = Saturate32(r.Sent - r.Deadline)
+		rec.Lateness = payload.Saturate32(r.Sent - r.Deadline)
 	}
 	if r.ReplyLatency < 0 {
 		rec.ReplyLatency = -1
@@ -250,7 +256,7 @@ func (t *Tap) pack(buf []byte, s *slot, rec *Record, desc bool) (int, error) {
 	for _, f := range [...]struct {
 		on  bool
 		bit uint8
-	}{{r.Late, FlagLate}, {r.CommandApplied, FlagApplied}, {r.Stale, FlagStale}, {r.Skipped > 0, FlagOverrun}, {desc, FlagDescriptor}} {
+	}{{r.Late, payload.FlagLate}, {r.CommandApplied, payload.FlagApplied}, {r.Stale, payload.FlagStale}, {r.Skipped > 0, payload.FlagOverrun}, {desc, payload.FlagDescriptor}} {
 		if f.on {
 			rec.Flags |= f.bit
 		}

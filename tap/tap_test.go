@@ -13,6 +13,7 @@ import (
 	"github.com/labbridge/bridge/bridge"
 	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/simulink"
+	"github.com/labbridge/bridge/tap/payload"
 )
 
 type fakeClock struct{ ns int64 }
@@ -34,7 +35,7 @@ func newTap(t *testing.T, to *net.UDPConn, slots int) *Tap {
 	t.Helper()
 	tp, err := New(Config{
 		Address: to.LocalAddr().(*net.UDPAddr).AddrPort(), Slots: slots, Clock: &fakeClock{ns: 5e9},
-		Descriptor: Descriptor{Link: "arm", RateHz: 1000, Measure: []Field{{"q", "rad", 2}}, Command: []Field{{"u", "rad", 1}}},
+		Descriptor: payload.Descriptor{Link: "arm", RateHz: 1000, Measure: []payload.Field{{Name: "q", Unit: "rad", Len: 2}}, Command: []payload.Field{{Name: "u", Unit: "rad", Len: 1}}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +86,7 @@ func TestTapSendsEveryTick(t *testing.T) {
 	pkts := read(t, rx, 10)
 	cancel()
 	wg.Wait()
-	var r Record
+	var r payload.Record
 	for i, p := range pkts {
 		if p.Version != 2 || p.PayloadType != DefaultPayloadType || p.SSRC != tp.SSRC() ||
 			p.SequenceNumber != pkts[0].SequenceNumber+uint16(i) || p.Timestamp != uint32((5e9+int64(i)*1e6)/1e3) {
@@ -98,10 +99,10 @@ func TestTapSendsEveryTick(t *testing.T) {
 			t.Fatalf("packet %d: %v", i, err)
 		}
 		if r.Tick != uint64(i) || r.Seq != int64(i) || r.Status != uint8(simulink.OKNoDelay) || r.State != uint8(bridge.Running) ||
-			r.Lateness != 20_000 || r.ReplyLatency != 90_000 || r.Flags&FlagApplied == 0 || r.Measurement[0] != float64(i) || r.Applied[0] != 0.5 {
+			r.Lateness != 20_000 || r.ReplyLatency != 90_000 || r.Flags&payload.FlagApplied == 0 || r.Measurement[0] != float64(i) || r.Applied[0] != 0.5 {
 			t.Errorf("packet %d: %+v", i, r)
 		}
-		if (r.Flags&FlagDescriptor != 0) != (i == 0) || (i == 0 && r.Descriptor.Link != "arm") {
+		if (r.Flags&payload.FlagDescriptor != 0) != (i == 0) || (i == 0 && r.Descriptor.Link != "arm") {
 			t.Errorf("packet %d: flags %b descriptor %+v", i, r.Flags, r.Descriptor)
 		}
 		if d := r.Sent - r.Deadline; d != 20_000 {
@@ -175,8 +176,8 @@ func TestTapConfigRefused(t *testing.T) {
 		"static PT":    {Address: ok, PayloadType: 8, Clock: &fakeClock{}},
 		"one slot":     {Address: ok, Slots: 1, Clock: &fakeClock{}},
 		"no clock":     {Address: ok},
-		"long name":    {Address: ok, Clock: &fakeClock{}, Descriptor: Descriptor{Link: string(make([]byte, 300))}},
-		"huge measure": {Address: ok, Clock: &fakeClock{}, Descriptor: Descriptor{Measure: []Field{{"x", "", 5000}}}},
+		"long name":    {Address: ok, Clock: &fakeClock{}, Descriptor: payload.Descriptor{Link: string(make([]byte, 300))}},
+		"huge measure": {Address: ok, Clock: &fakeClock{}, Descriptor: payload.Descriptor{Measure: []payload.Field{{Name: "x", Unit: "", Len: 5000}}}},
 	} {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("%s: accepted", name)
@@ -191,7 +192,7 @@ func TestTapToNobodyFirst(t *testing.T) {
 	rx2, open := testutil.ClosedUDPPort(t)
 	addr := rx2.LocalAddr().(*net.UDPAddr)
 	tp, err := New(Config{Address: addr.AddrPort(), Clock: &fakeClock{ns: 5e9},
-		Descriptor: Descriptor{Link: "arm", RateHz: 1000, Measure: []Field{{"q", "rad", 2}}, Command: []Field{{"u", "rad", 1}}}})
+		Descriptor: payload.Descriptor{Link: "arm", RateHz: 1000, Measure: []payload.Field{{Name: "q", Unit: "rad", Len: 2}}, Command: []payload.Field{{Name: "u", Unit: "rad", Len: 1}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,10 +60,10 @@ func benchLinks(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return fmt.Errorf("bridge bench links: -gomaxprocs %q: want auto, 0 (the runtime's choice) or a number of Ps", *procsFlag)
 		}
 	}
-	if err := checkRate("bench links", "rate", *rate); err != nil {
+	if err := config.CheckRate("bench links", "rate", *rate); err != nil {
 		return err
 	}
-	if err := checkDuration("bench links", "duration", *duration, false); err != nil {
+	if err := config.CheckDuration("bench links", "duration", *duration, false); err != nil {
 		return err
 	}
 	var confine []int

@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/labbridge/bridge/config"
 	"github.com/labbridge/bridge/loopbench"
 )
 
@@ -33,10 +34,10 @@ func benchLoop(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(flags, args); err != nil {
 		return err
 	}
-	if err := checkRate("bench loop", "rate", cfg.Rate); err != nil {
+	if err := config.CheckRate("bench loop", "rate", cfg.Rate); err != nil {
 		return err
 	}
-	if err := checkDuration("bench loop", "duration", cfg.Duration, false); err != nil {
+	if err := config.CheckDuration("bench loop", "duration", cfg.Duration, false); err != nil {
 		return err
 	}
 

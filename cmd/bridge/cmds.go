@@ -8,13 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
-	"net/netip"
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -72,13 +67,13 @@ func cmdStartUDP(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	if err := checkDuration("startUDP", "duration", *duration, true); err != nil {
+	if err := config.CheckDuration("startUDP", "duration", *duration, true); err != nil {
 		return err
 	}
 	if err := cfg.ApplyStartUDP(f); err != nil {
 		return err
 	}
-	return addrInUse("run", cfg, runConfig(ctx, cfg, from+" with startUDP flags", false, false, "", nil, *duration, stdout, stderr))
+	return cfg.AddrInUse("run", runConfig(ctx, cfg, from+" with startUDP flags", false, false, "", nil, *duration, stdout, stderr))
 }
 
 // cmdPartner is `bridge partner`: the Simulink side.
@@ -88,24 +83,24 @@ func cmdPartner(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.Var(&listen, "listen", "where measurements arrive (Simulink's UDP Receive)")
 	fs.Var(&accept, "accept", `accept measurements only from this source ("" = any; port 0 = any port)`)
 	fs.Var(&replyTo, "reply-to", "where commands go (Simulink's UDP Send)")
-	nbMarkers := fs.Int("nb_markers", 1, "markers per measurement")
-	motors := fs.Int("motors", 4, "commands per reply")
-	rate := fs.Float64("rate", 30, "tick rate of the bridge (Hz), for the sine and the rate limiter")
+	pf := config.PartnerFlags{NbMarkers: 1, Motors: 4, Rate: 30, Controller: "hold", Amplitude: 0.2, Frequency: 0.5}
+	fs.IntVar(&pf.NbMarkers, "nb_markers", pf.NbMarkers, "markers per measurement")
+	fs.IntVar(&pf.Motors, "motors", pf.Motors, "commands per reply")
+	fs.Float64Var(&pf.Rate, "rate", pf.Rate, "tick rate of the bridge (Hz), for the sine and the rate limiter")
 	delay := fs.Bool("delay", false, "one-tick-delay model: answer seq-1 instead of echoing seq")
-	var pf config.PartnerFlags
-	fs.StringVar(&pf.Controller, "controller", "hold", "hold, constant, sine or jacobian (jacobian and parameters: use -config)")
+	fs.StringVar(&pf.Controller, "controller", pf.Controller, "hold, constant, sine or jacobian (jacobian and parameters: use -config)")
 	fs.StringVar(&pf.U, "u", "", "constant: comma-separated command (rad)")
-	fs.Float64Var(&pf.Amplitude, "amplitude", 0.2, "sine: amplitude (rad)")
-	fs.Float64Var(&pf.Frequency, "frequency", 0.5, "sine: frequency (Hz)")
+	fs.Float64Var(&pf.Amplitude, "amplitude", pf.Amplitude, "sine: amplitude (rad)")
+	fs.Float64Var(&pf.Frequency, "frequency", pf.Frequency, "sine: frequency (Hz)")
 	cfgPath := fs.String("config", "", "take the shape and the controller of a link's [link.partner] from this file")
 	linkName := fs.String("link", "", "with -config: the link (default the first)")
-	drop := fs.Float64("drop", 0, "fault: probability of dropping a reply")
-	dup := fs.Float64("duplicate", 0, "fault: probability of duplicating a reply")
-	reorder := fs.Float64("reorder", 0, "fault: probability of swapping a reply with the next")
-	wrong := fs.Float64("wrong-size", 0, "fault: probability of a reply one value short or long")
-	replyDelay := fs.Duration("reply-delay", 0, "fault: delay every reply by this much")
+	fs.Float64Var(&pf.Drop, "drop", 0, "fault: probability of dropping a reply")
+	fs.Float64Var(&pf.Duplicate, "duplicate", 0, "fault: probability of duplicating a reply")
+	fs.Float64Var(&pf.Reorder, "reorder", 0, "fault: probability of swapping a reply with the next")
+	fs.Float64Var(&pf.WrongSize, "wrong-size", 0, "fault: probability of a reply one value short or long")
+	fs.DurationVar(&pf.ReplyDelay, "reply-delay", 0, "fault: delay every reply by this much")
 	seed := fs.Uint64("seed", 1, "fault: random seed (SIGUSR1 pauses/resumes replies, SIGUSR2 restarts the model)")
-	duration := fs.Duration("duration", 0, "stop after this long (0 = until SIGINT/SIGTERM)")
+	fs.DurationVar(&pf.Duration, "duration", 0, "stop after this long (0 = until SIGINT/SIGTERM)")
 	asJSON := fs.Bool("json", false, "at exit, print the counters and the send timing as one JSON object on the last line (after the first line, which says where it listens)")
 	priority := fs.Int("priority", -1, "SCHED_FIFO priority of the receive thread, 1..99; 0 = none (the netpoller); -1 = as bridge sim gives a link's built-in partner: its loop's with -config, else 0")
 	cpu := fs.Int("cpu", -1, "with a priority: pin the receive thread to this CPU (-1 = no pinning)")
@@ -115,12 +110,11 @@ func cmdPartner(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *priority < -1 || *priority > realtime.MaxPriority || *cpu < -1 || *cpu >= realtime.MaxCPUs {
 		return fmt.Errorf("bridge partner: -priority %d -cpu %d: want a priority of 1..%d, 0 for none or -1 for the link's, and a CPU of 0..%d or -1 for none", *priority, *cpu, realtime.MaxPriority, realtime.MaxCPUs-1)
 	}
-	if err := checkPartnerFlags(&pf, *nbMarkers, *motors, *rate, *duration, *replyDelay,
-		map[string]float64{"drop": *drop, "duplicate": *dup, "reorder": *reorder, "wrong-size": *wrong}); err != nil {
+	if err := pf.Check(); err != nil {
 		return err
 	}
 	// Without -config, the shape is the Emio's of -nb_markers and -motors.
-	dims := config.DimsOf(emio.Layout(*nbMarkers, *motors))
+	dims := config.DimsOf(emio.Layout(pf.NbMarkers, pf.Motors))
 	var spec simulink.ControllerSpec
 	var err error
 	if *cfgPath != "" {
@@ -128,20 +122,20 @@ func cmdPartner(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err != nil {
 			return err
 		}
-		spec, dims, *rate, *delay = l.Partner.Controller, l.Dims(), l.RateHz, l.Partner.Delay
+		spec, dims, pf.Rate, *delay = l.Partner.Controller, l.Dims(), l.RateHz, l.Partner.Delay
 		if *priority < 0 {
 			*priority = l.PartnerPriority()
 		}
 	} else if spec, err = pf.Spec(dims.CommandLen); err != nil {
 		return err
 	}
-	ctl, err := simulink.NewController(spec, dims, *rate)
+	ctl, err := simulink.NewController(spec, dims, pf.Rate)
 	if err != nil {
 		return err
 	}
 	// Always present, so that SIGUSR1 can pause the partner like a stopped
 	// Simulink model.
-	faults := &simulink.Faults{Drop: *drop, Duplicate: *dup, Reorder: *reorder, WrongSize: *wrong, Delay: *replyDelay, Seed: *seed}
+	faults := &simulink.Faults{Drop: pf.Drop, Duplicate: pf.Duplicate, Reorder: pf.Reorder, WrongSize: pf.WrongSize, Delay: pf.ReplyDelay, Seed: *seed}
 	logger := logging.New(stderr, logging.Options{Format: "auto", Level: slog.LevelInfo, Terminal: isTerminal(stderr)})
 	p, err := simulink.NewPartner(simulink.PartnerConfig{
 		Listen: listen.addr(), Accept: accept.addr(), ReplyTo: replyTo.addr(), MeasureLen: dims.MeasureLen, CommandLen: dims.CommandLen,
@@ -153,7 +147,7 @@ func cmdPartner(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	defer p.Close()
 	fmt.Fprintf(stdout, "partner: listening on %v (accepting %s), replying to %v from %v, %s controller\n",
 		p.Addr(), cmp.Or(accept.String(), "any source"), replyTo.addr(), p.ReplyAddr(), cmp.Or(spec.Kind, "hold"))
-	ctx, cancel := withDuration(ctx, *duration)
+	ctx, cancel := withDuration(ctx, pf.Duration)
 	defer cancel()
 	// SIGUSR1 pauses or resumes the replies, SIGUSR2 restarts the model:
 	// the faults of a Simulink session, on demand.
@@ -223,10 +217,10 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := checkRate("bench link", "rate", *rate); err != nil {
+	if err := config.CheckRate("bench link", "rate", *rate); err != nil {
 		return err
 	}
-	if err := checkDuration("bench link", "duration", *duration, false); err != nil {
+	if err := config.CheckDuration("bench link", "duration", *duration, false); err != nil {
 		return err
 	}
 	if *partnerMode != "process" && *partnerMode != "builtin" && *partnerMode != "external" {
@@ -272,9 +266,15 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	var peer *loopbench.Peer
 	if *partnerMode == "process" {
-		if peer, err = startPartnerProcess(ctx, a.links[0].Master, l.Name, cfg); err != nil {
+		var doc bytes.Buffer
+		err := cfg.Write(&doc, nil, "bridge bench link's link, for the partner's shape")
+		self, eerr := os.Executable()
+		if err = cmp.Or(err, eerr); err == nil {
+			peer, err = loopbench.PartnerProcess(ctx, self, a.links[0].Master, l.Name, doc.Bytes())
+		}
+		if err != nil {
 			a.close()
-			return err
+			return fmt.Errorf("bridge bench link: %w", err)
 		}
 		defer peer.Stop()
 	}
@@ -298,7 +298,7 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	case b.Partner != nil:
 		rep.SetSendTiming(loopbench.NewSendTimingReport(b.Partner.SendTiming()))
 	case peer != nil:
-		if t, err := partnerProcessTiming(peer); err != nil {
+		if t, err := peer.PartnerTiming(); err != nil {
 			fmt.Fprintf(stderr, "bridge bench link: no send timing from the partner process: %v\n", err)
 		} else {
 			rep.SetSendTiming(t)
@@ -313,106 +313,4 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return printJSON(stdout, rep)
 	}
 	return rep.WriteText(stdout)
-}
-
-// startPartnerProcess runs `bridge partner -json` (this executable) in a
-// process of its own, with the link's configuration doc for its shape. The
-// master is bound already: the process is told its ports, binds its own on
-// port 0 and says which (its first line), and the master is pointed there, so
-// no port is free between choosing and binding it. The process runs until
-// Stop, or until ctx is done; either interrupts it, so that it prints its
-// report.
-func startPartnerProcess(ctx context.Context, m *simulink.Master, link string, cfg *config.Config) (*loopbench.Peer, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	replyTo, err := m.ListenAddr()
-	if err != nil {
-		return nil, err
-	}
-	from, err := m.LocalAddr()
-	if err != nil {
-		return nil, err
-	}
-	unmap := func(ap netip.AddrPort) string { return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()).String() }
-	file := filepath.Join(os.TempDir(), fmt.Sprintf("bridge-bench-%d.toml", os.Getpid()))
-	var doc bytes.Buffer
-	if err := cfg.Write(&doc, nil, "bridge bench link's link, for the partner's shape"); err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(file, doc.Bytes(), 0o600); err != nil {
-		return nil, err
-	}
-	defer os.Remove(file) // read by the partner before it prints its first line
-	cmd := exec.CommandContext(ctx, self, "partner", "-listen", "127.0.0.1:0", "-accept", unmap(from),
-		"-reply-to", unmap(replyTo), "-config", file, "-link", link, "-json")
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	// The partner prints one line once its sockets are bound:
-	// "partner: listening on ADDR (accepting …".
-	const ready = "partner: listening on "
-	peer, err := loopbench.StartPeer(cmd, ready, 30*time.Second)
-	if err != nil {
-		return nil, fmt.Errorf("bridge bench link: %w", err)
-	}
-	at, _, _ := strings.Cut(strings.TrimPrefix(peer.First(), ready), " ")
-	addr, err := netip.ParseAddrPort(at)
-	if err == nil {
-		err = m.SetRemote(addr)
-	}
-	if err != nil {
-		peer.Stop()
-		return nil, fmt.Errorf("bridge bench link: the partner process said %q, want the address it listens on: %w", peer.First(), err)
-	}
-	return peer, nil
-}
-
-// partnerProcessTiming stops the partner process and reads the send timing
-// from the JSON report on its last line.
-func partnerProcessTiming(peer *loopbench.Peer) (loopbench.SendTimingReport, error) {
-	last, err := peer.Stop()
-	if err != nil {
-		return loopbench.SendTimingReport{}, fmt.Errorf("bridge bench link: partner process: %w", err)
-	}
-	var r loopbench.PartnerReport
-	if err := json.Unmarshal([]byte(last), &r); err != nil {
-		return loopbench.SendTimingReport{}, fmt.Errorf("bridge bench link: partner process's last line %q: %w", last, err)
-	}
-	return r.SendTiming, nil
-}
-
-// checkPartnerFlags refuses values of bridge partner's flags that cannot
-// work, naming the flag and what it accepts.
-func checkPartnerFlags(pf *config.PartnerFlags, nbMarkers, motors int, rate float64, duration, replyDelay time.Duration,
-	probs map[string]float64) error {
-	if err := checkController(pf.Controller); err != nil {
-		return err
-	}
-	if nbMarkers < 0 {
-		return fmt.Errorf("bridge partner: -nb_markers %d: want 0 or more markers, like the model's mask value", nbMarkers)
-	}
-	if motors < 1 {
-		return fmt.Errorf("bridge partner: -motors %d: want 1 or more commands per reply (the Emio has 4)", motors)
-	}
-	if err := checkRate("partner", "rate", rate); err != nil {
-		return err
-	}
-	if err := checkDuration("partner", "duration", duration, true); err != nil {
-		return err
-	}
-	if replyDelay < 0 {
-		return fmt.Errorf("bridge partner: -reply-delay %v: want 0 (no delay) or a positive duration, like 20ms", replyDelay)
-	}
-	if err := checkRange("partner", "amplitude", pf.Amplitude, -math.MaxFloat64, math.MaxFloat64, "a finite amplitude in rad, like 0.2"); err != nil {
-		return err
-	}
-	if err := checkRange("partner", "frequency", pf.Frequency, 0, math.MaxFloat64, "a frequency of 0 Hz or more, like 0.5"); err != nil {
-		return err
-	}
-	for _, name := range []string{"drop", "duplicate", "reorder", "wrong-size"} {
-		if err := checkRange("partner", name, probs[name], 0, 1, "a probability from 0 to 1, like 0.05"); err != nil {
-			return err
-		}
-	}
-	return nil
 }

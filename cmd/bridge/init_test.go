@@ -63,7 +63,7 @@ func TestInitFindsSimulatedServos(t *testing.T) {
 	if code, o, e := runCLI(t, "check", "-config", out); code != 0 || !strings.Contains(o, "ok, 1 link(s)") {
 		t.Fatalf("check of the written file: %d %s %s", code, o, e)
 	}
-	c, err := config.LoadConfig(out)
+	c, err := config.LoadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestInitFewerServosOtherBaud(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "found 3") || !strings.Contains(stdout, "found at 57600 baud") {
 		t.Fatalf("init: %d\n%s%s", code, stdout, stderr)
 	}
-	c, err := config.LoadConfig(out)
+	c, err := config.LoadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestInitRecordedCamera(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "camera: the recording "+bag+", colour 640x480, depth 640x480") {
 		t.Fatalf("init: %d\n%s%s", code, stdout, stderr)
 	}
-	c, err := config.LoadConfig(out)
+	c, err := config.LoadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestInitSimAndConfigPrint(t *testing.T) {
 	if code != 0 || !strings.Contains(printed, "effective configuration of embedded bridge.toml") || strings.Count(printed, "[[link]]") != 3 {
 		t.Fatalf("config -print: %d\n%s%s", code, printed, stderr)
 	}
-	if _, err := config.ParseConfig([]byte(printed)); err != nil {
+	if _, err := config.Parse([]byte(printed)); err != nil {
 		t.Errorf("printed configuration refused: %v", err)
 	}
 	if code, _, stderr := runCLI(t, "config"); code != 2 || !strings.Contains(stderr, "-print") {

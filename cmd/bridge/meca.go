@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 
+	"github.com/labbridge/bridge/config"
 	"github.com/labbridge/bridge/internal/console"
 	"github.com/labbridge/bridge/meca500/mecasim"
 )
@@ -29,7 +30,7 @@ func cmdSimMeca500(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	if err := checkDuration("sim meca500", "duration", *duration, true); err != nil {
+	if err := config.CheckDuration("sim meca500", "duration", *duration, true); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", *listen)

@@ -124,14 +124,14 @@ func TestPortInUseAdvice(t *testing.T) {
 		t.Fatal(err)
 	}
 	lib := fmt.Errorf("link %q: simulink: bind 0.0.0.0:%s: %w", "emio", held, syscall.EADDRINUSE)
-	err = addrInUse("run", cfg, lib)
+	err = cfg.AddrInUse("run", lib)
 	if !errors.Is(err, syscall.EADDRINUSE) || !strings.Contains(err.Error(), `"ss -lunp | grep `+held+`"`) ||
 		!strings.HasPrefix(err.Error(), "bridge run: link \"emio\": simulink: bind") {
 		t.Errorf("run: %v", err)
 	}
 	// Other errors pass unchanged.
 	other := errors.New("x")
-	if addrInUse("run", cfg, other) != other {
+	if cfg.AddrInUse("run", other) != other {
 		t.Error("an unrelated error was changed")
 	}
 }

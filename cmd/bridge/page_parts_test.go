@@ -23,7 +23,7 @@ import (
 // lateness, the servos with their angles and temperatures, the camera with
 // a thumbnail that shows the rendered marker found, and a warning logged.
 func TestStatusPageParts(t *testing.T) {
-	cfg, err := config.ParseConfig(defaultconfig.TOML())
+	cfg, err := config.Parse(defaultconfig.TOML())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,14 +156,4 @@ func fetch(url string) ([]byte, int) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return b, resp.StatusCode
-}
-
-// A link without a camera has no thumbnail, nor has an unknown link.
-func TestThumbnailsWithoutCamera(t *testing.T) {
-	th := thumbnails([]*config.Built{{Config: &config.Link{Name: "meca"}}})
-	for _, link := range []string{"meca", "nolink"} {
-		if img, found := th(link, 320); found || img != nil {
-			t.Errorf("thumbnail of %q: %v %v, want not found", link, img, found)
-		}
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/labbridge/bridge/config"
 	"github.com/labbridge/bridge/record"
 )
 
@@ -26,7 +27,7 @@ func cmdRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := checkDuration("record", "duration", *duration, true); err != nil {
+	if err := config.CheckDuration("record", "duration", *duration, true); err != nil {
 		return err
 	}
 	if *out == "" {

@@ -19,7 +19,7 @@ import (
 
 	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/record"
-	"github.com/labbridge/bridge/tap"
+	"github.com/labbridge/bridge/tap/payload"
 )
 
 // startRecord runs bridge record on a loopback port of the kernel's choice
@@ -163,9 +163,9 @@ func TestRecordRefusesOutput(t *testing.T) {
 // tapPacket is tap packet i of the link, with its descriptor.
 func tapPacket(t *testing.T, link string, i int) []byte {
 	t.Helper()
-	r := tap.Record{Status: 1, State: 2, Seq: int64(i), Tick: uint64(i), Deadline: 1_700_000_000_000_000_000 + int64(i)*10_000_000,
-		Flags: tap.FlagDescriptor, ReplyLatency: -1, Measurement: []float64{float64(i)}, Command: []float64{0}, Applied: []float64{0},
-		Descriptor: &tap.Descriptor{Link: link, RateHz: 100, Measure: []tap.Field{{Name: "x", Unit: "mm", Len: 1}}, Command: []tap.Field{{Name: "v", Len: 1}}}}
+	r := payload.Record{Status: 1, State: 2, Seq: int64(i), Tick: uint64(i), Deadline: 1_700_000_000_000_000_000 + int64(i)*10_000_000,
+		Flags: payload.FlagDescriptor, ReplyLatency: -1, Measurement: []float64{float64(i)}, Command: []float64{0}, Applied: []float64{0},
+		Descriptor: &payload.Descriptor{Link: link, RateHz: 100, Measure: []payload.Field{{Name: "x", Unit: "mm", Len: 1}}, Command: []payload.Field{{Name: "v", Len: 1}}}}
 	h := rtp.Header{Version: 2, PayloadType: 96, SequenceNumber: uint16(i), SSRC: 7}
 	b := make([]byte, h.MarshalSize()+r.MarshalSize())
 	n, err := h.MarshalTo(b)

@@ -46,7 +46,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, simula
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := checkDuration(name, "duration", *duration, true); err != nil {
+	if err := config.CheckDuration(name, "duration", *duration, true); err != nil {
 		return err
 	}
 	cfg, from, err := config.Load(*cfgPath)
@@ -60,7 +60,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, simula
 	if simulate && ephemeral {
 		return err // free ports: nothing to advise
 	}
-	return addrInUse(name, cfg, err)
+	return cfg.AddrInUse(name, err)
 }
 
 // runConfig runs cfg; metrics is the -metrics flag (nil: the configuration's);
@@ -192,8 +192,8 @@ func wire(cfg *config.Config, from string, env config.Env, metricsAddr string) (
 	}
 	if metricsAddr != "" {
 		page := statuspage.New(statuspage.Config{
-			Snapshot:  statusSnapshot(a.links, env.Clock, ring, from, time.Now()),
-			Thumbnail: thumbnails(a.links),
+			Snapshot:  config.PageSnapshot(a.links, ring, version, from, time.Now()),
+			Thumbnail: config.Thumbnails(a.links),
 			Resume:    a.sup.Resume,
 		})
 		if a.server, err = metrics.ListenWith(metricsAddr, reg, a.sup.Health, page, env.Logger); err != nil {
@@ -248,10 +248,10 @@ func (a *app) serve(ctx context.Context, stdout io.Writer, duration time.Duratio
 			N:        a.notify,
 			Watchdog: sdnotify.WatchdogInterval(os.Getenv("WATCHDOG_USEC"), os.Getenv("WATCHDOG_PID"), os.Getpid()),
 			Ready: func() (bool, string) {
-				return a.sup.Ticking(readyTicks), a.serviceStatus()
+				return a.sup.Ticking(readyTicks), config.ServiceStatus(a.links)
 			},
 			Alive:  a.sup.Progress(),
-			Status: a.serviceStatus,
+			Status: func() string { return config.ServiceStatus(a.links) },
 		}
 		wg.Go(func() {
 			if err := life.Serve(viewCtx); err != nil {
@@ -282,25 +282,6 @@ func (a *app) serve(ctx context.Context, stdout io.Writer, duration time.Duratio
 	}
 	a.close()
 	return err
-}
-
-// serviceStatus is systemd's STATUS= line: each link's state and what is
-// wrong with it now, so that `systemctl status` says it.
-func (a *app) serviceStatus() string {
-	parts := make([]string, 0, len(a.links))
-	for _, b := range a.links {
-		s := b.Config.Name + ": " + b.Link.State().String()
-		if b.Faults != nil {
-			for _, f := range b.Faults.Active() {
-				s += "; " + f.Title
-				if f.Detail != "" {
-					s += " (" + f.Detail + ")"
-				}
-			}
-		}
-		parts = append(parts, s)
-	}
-	return strings.Join(parts, " | ")
 }
 
 // withDuration bounds ctx by d when d > 0 (the -duration flags).

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strings"
@@ -16,7 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/labbridge/bridge/config"
-	"github.com/labbridge/bridge/simulink"
+	"github.com/labbridge/bridge/statuspage"
 )
 
 // statusLegend explains the status fields; `bridge run -help` and
@@ -59,40 +60,31 @@ type linkRow struct {
 	Vectors           []string // "cmd [...]", then the measurement's fields
 }
 
-// snapshot reads b's counters and vectors.
-func snapshot(b *config.Built) linkRow {
-	st := b.Master.Stats()
+// snapshot reads b's status for the terminal.
+func snapshot(b *config.Built) linkRow { return rowOf(b.Page()) }
+
+// rowOf is the terminal's row of a link's status: the command as one
+// vector, then the measurement by field but for the command's echo.
+func rowOf(l statuspage.Link) linkRow {
 	r := linkRow{
-		Name: b.Config.Name, State: b.Link.State().String(), Last: st.LastStatus.String(),
-		Seq: st.Seq, RTT: st.LastLatency.Round(time.Microsecond),
-		OK: st.Status[simulink.OK], OKNoDelay: st.Status[simulink.OKNoDelay], Late: st.Late,
-		Timeout: st.Status[simulink.Timeout], Desync: st.Status[simulink.Desync],
-		Reconn: st.Status[simulink.Reconnected], Overrun: b.Link.Overruns(),
+		Name: l.Name, State: l.State, Last: l.Last, Seq: l.Seq,
+		RTT: time.Duration(math.Round(l.RTTMs*1e3)) * time.Microsecond,
+		OK:  l.Counts.OK, OKNoDelay: l.Counts.OKNoDelay, Exchanges: l.Exchanges, Late: l.Counts.Late,
+		Timeout: l.Counts.Timeouts, Desync: l.Counts.Desyncs, Reconn: l.Counts.Reconnects,
+		Drop: l.Counts.Drops, Overrun: l.Counts.Overruns, Deps: l.Status,
 	}
-	for _, n := range st.Status {
-		r.Exchanges += n
+	if len(l.Command) == 0 {
+		return r
 	}
-	for _, d := range st.Dropped {
-		r.Drop += d
+	var cmd []float64
+	for _, f := range l.Command {
+		cmd = append(cmd, f.Values...)
 	}
-	cmd := make([]float64, b.Layout.CommandLen())
-	b.Link.Command(cmd)
-	r.Vectors = append(r.Vectors, vector("cmd", b.Layout.Command[0].Unit, cmd))
-	meas := make([]float64, b.Layout.MeasureLen())
-	if b.Link.Measurement(meas) {
-		for _, f := range b.Layout.Measure {
-			if f.Name != b.Layout.Command[0].Name { // the command's echo (the angles) adds little to cmd
-				r.Vectors = append(r.Vectors, vector(f.Name, f.Unit, meas[:f.Len]))
-			}
-			meas = meas[f.Len:]
+	r.Vectors = append(r.Vectors, vector("cmd", l.Command[0].Unit, cmd))
+	for _, f := range l.Measurement {
+		if f.Name != l.Command[0].Name { // the command's echo (the angles) adds little to cmd
+			r.Vectors = append(r.Vectors, vector(f.Name, f.Unit, f.Values))
 		}
-	}
-	r.Deps = b.Status()
-	if n := b.Link.Stale(); n > 0 {
-		r.Deps = append(r.Deps, fmt.Sprintf("stale %d", n))
-	}
-	if b.Config.Clock == "frame" {
-		r.Deps = append(r.Deps, fmt.Sprintf("missed frame ticks %d", b.Link.MissedTriggers()))
 	}
 	return r
 }

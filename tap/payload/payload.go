@@ -1,11 +1,10 @@
-// Package tap mirrors every tick of a link as one RTP packet (RFC 3550,
-// through github.com/pion/rtp) to a unicast or multicast address, for
-// `bridge record`, `bridge report` and Wireshark. The payload and the
-// packet are specified in docs/tap.md; this file is its codec, in pion's
-// style: MarshalSize, MarshalTo into the caller's buffer, and Unmarshal into
-// the caller's record, reusing its vectors, so that neither side allocates
-// per packet.
-package tap
+// Package payload is the wire format of the telemetry tap (docs/tap.md
+// §3, §4): one tick's record and the link's descriptor, in pion's style:
+// MarshalSize, MarshalTo into the caller's buffer, and Unmarshal into the
+// caller's record, reusing its vectors, so that neither side allocates per
+// packet. It imports nothing of the module, so that a receiver (bridge
+// record, a test) reads taps without the loop.
+package payload
 
 import (
 	"encoding/binary"
@@ -36,15 +35,15 @@ const (
 
 var (
 	// ErrShort is a payload shorter than its header or lengths say.
-	ErrShort = errors.New("tap: payload too short")
+	ErrShort = errors.New("payload: payload too short")
 	// ErrVersion is a payload of another version.
-	ErrVersion = errors.New("tap: unknown payload version")
+	ErrVersion = errors.New("payload: unknown payload version")
 	// ErrLength is a vector length above MaxValues, or a buffer too small
 	// to marshal into.
-	ErrLength = errors.New("tap: bad length")
+	ErrLength = errors.New("payload: bad length")
 	// ErrDescriptor is a descriptor that does not parse or does not match
 	// the vectors' lengths.
-	ErrDescriptor = errors.New("tap: bad descriptor")
+	ErrDescriptor = errors.New("payload: bad descriptor")
 )
 
 // Record is one tick (docs/tap.md §3). The vectors are the caller's:

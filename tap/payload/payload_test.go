@@ -1,4 +1,4 @@
-package tap
+package payload
 
 import (
 	"encoding/hex"
@@ -119,7 +119,7 @@ func TestPayloadRefused(t *testing.T) {
 		{"descriptor lies", badDesc, ErrDescriptor},
 	} {
 		var back Record
-		if err := back.Unmarshal(tt.buf); !errors.Is(err, tt.err) || !strings.HasPrefix(err.Error(), "tap: ") {
+		if err := back.Unmarshal(tt.buf); !errors.Is(err, tt.err) || !strings.HasPrefix(err.Error(), "payload: ") {
 			t.Errorf("%s: %v, want %v", tt.name, err, tt.err)
 		}
 	}

@@ -1,0 +1,123 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labbridge/bridge/simulink"
+)
+
+// The checks of the command line's values, named by their flag, each
+// saying what the flag accepts.
+
+// CheckDuration refuses a negative -name of `bridge cmd`, and 0 unless
+// zeroOK (where 0 means "until SIGINT/SIGTERM").
+func CheckDuration(cmd, name string, d time.Duration, zeroOK bool) error {
+	switch {
+	case zeroOK && d < 0:
+		return fmt.Errorf("bridge %s: -%s %v: want 0 (run until Ctrl-C or SIGTERM) or a positive duration, like 10s", cmd, name, d)
+	case !zeroOK && d <= 0:
+		return fmt.Errorf("bridge %s: -%s %v: want a positive duration, like 10s", cmd, name, d)
+	}
+	return nil
+}
+
+// CheckRange refuses NaN, ±Inf and a value outside [lo, hi]; want says the
+// range in words for the message.
+func CheckRange(cmd, name string, v, lo, hi float64, want string) error {
+	if math.IsNaN(v) || math.IsInf(v, 0) || v < lo || v > hi {
+		return fmt.Errorf("bridge %s: -%s %s: want %s", cmd, name, strconv.FormatFloat(v, 'g', -1, 64), want)
+	}
+	return nil
+}
+
+// CheckRate refuses a tick rate that is not above 0 Hz.
+func CheckRate(cmd, name string, v float64) error {
+	if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
+		return fmt.Errorf("bridge %s: -%s %s: want a rate above 0 Hz, like 30", cmd, name, strconv.FormatFloat(v, 'g', -1, 64))
+	}
+	return nil
+}
+
+// PartnerControllers are the values of bridge partner's -controller.
+var PartnerControllers = [...]string{"hold", "constant", "sine", "jacobian"}
+
+// PartnerFlags are the flags of `bridge partner` run without a
+// configuration file: its shape, its controller, its rate and its faults.
+type PartnerFlags struct {
+	Controller string  // hold, constant, sine (jacobian needs a file)
+	U          string  // constant: the command, comma-separated (rad)
+	Amplitude  float64 // sine: rad, every motor
+	Frequency  float64 // sine: Hz, every motor
+
+	NbMarkers, Motors int     // the Emio's shape: markers per measurement, commands per reply
+	Rate              float64 // Hz, for the sine and the rate limiter
+	Duration          time.Duration
+	// The faults: probabilities of a reply dropped, duplicated, swapped
+	// with the next, one value short or long; and a delay of every reply.
+	Drop, Duplicate, Reorder, WrongSize float64
+	ReplyDelay                          time.Duration
+}
+
+// Check refuses values that cannot work, naming the flag and what it
+// accepts.
+func (f *PartnerFlags) Check() error {
+	if !slices.Contains(PartnerControllers[:], f.Controller) {
+		return fmt.Errorf("bridge partner: -controller %q: want hold, constant, sine or jacobian (jacobian with -config)", f.Controller)
+	}
+	if f.NbMarkers < 0 {
+		return fmt.Errorf("bridge partner: -nb_markers %d: want 0 or more markers, like the model's mask value", f.NbMarkers)
+	}
+	if f.Motors < 1 {
+		return fmt.Errorf("bridge partner: -motors %d: want 1 or more commands per reply (the Emio has 4)", f.Motors)
+	}
+	if err := CheckRate("partner", "rate", f.Rate); err != nil {
+		return err
+	}
+	if err := CheckDuration("partner", "duration", f.Duration, true); err != nil {
+		return err
+	}
+	if f.ReplyDelay < 0 {
+		return fmt.Errorf("bridge partner: -reply-delay %v: want 0 (no delay) or a positive duration, like 20ms", f.ReplyDelay)
+	}
+	if err := CheckRange("partner", "amplitude", f.Amplitude, -math.MaxFloat64, math.MaxFloat64, "a finite amplitude in rad, like 0.2"); err != nil {
+		return err
+	}
+	if err := CheckRange("partner", "frequency", f.Frequency, 0, math.MaxFloat64, "a frequency of 0 Hz or more, like 0.5"); err != nil {
+		return err
+	}
+	for _, p := range []struct {
+		name string
+		v    float64
+	}{{"drop", f.Drop}, {"duplicate", f.Duplicate}, {"reorder", f.Reorder}, {"wrong-size", f.WrongSize}} {
+		if err := CheckRange("partner", p.name, p.v, 0, 1, "a probability from 0 to 1, like 0.05"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Spec turns the flags into a controller spec for commands of n values.
+func (f PartnerFlags) Spec(n int) (simulink.ControllerSpec, error) {
+	spec := simulink.ControllerSpec{Kind: f.Controller}
+	switch f.Controller {
+	case "constant":
+		for _, s := range strings.Split(f.U, ",") {
+			v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+				return spec, fmt.Errorf("bridge partner: -u %q: want %d finite numbers separated by commas (rad)", f.U, n)
+			}
+			spec.U = append(spec.U, v)
+		}
+	case "sine":
+		spec.Amplitude, spec.Frequency = repeat(f.Amplitude, n), repeat(f.Frequency, n)
+	case "jacobian":
+		return spec, errors.New("bridge partner: -controller jacobian needs its parameters: use -config with a [link.partner.controller] table")
+	}
+	return spec, nil
+}
