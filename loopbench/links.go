@@ -10,15 +10,17 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/labbridge/bridge/bridge"
 	"github.com/labbridge/bridge/latency"
 	"github.com/labbridge/bridge/realtime"
 	"github.com/labbridge/bridge/simulink"
-	"golang.org/x/sys/unix"
 )
 
 // Model is how the links of one process get their ticks.
@@ -653,4 +655,22 @@ func fmtLinksRatio(r *float64, to int) string {
 		return ""
 	}
 	return fmt.Sprintf(" (%.2fx links %d)", *r, to)
+}
+
+// MaxLinks bounds a run's count of links: each link is a thread (in the
+// thread model), four sockets and a partner goroutine.
+const MaxLinks = 256
+
+// ParseCounts parses the counts of links of `bridge bench links -links`:
+// "4" or "1,4,16".
+func ParseCounts(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > MaxLinks {
+			return nil, fmt.Errorf("want counts of links from 1 to %d, separated by commas, like 1,4,16", MaxLinks)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }

@@ -253,3 +253,16 @@ func TestRunLinksErrors(t *testing.T) {
 		t.Errorf("interrupted: %+v %v", run, err)
 	}
 }
+
+// ParseCounts takes one count or a list, and refuses what a run cannot do.
+func TestParseCounts(t *testing.T) {
+	for in, want := range map[string]string{"4": "[4]", "1, 4,16": "[1 4 16]", "0": "error", "1,,2": "error", "257": "error", "x": "error"} {
+		got, err := ParseCounts(in)
+		if s := fmt.Sprint(got); (err != nil) != (want == "error") || err == nil && s != want {
+			t.Errorf("ParseCounts(%q) = %v, %v; want %s", in, got, err, want)
+		}
+		if err != nil && !strings.Contains(err.Error(), "from 1 to 256") {
+			t.Errorf("ParseCounts(%q): %v does not say what is wanted", in, err)
+		}
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/labbridge/bridge/bridge"
@@ -16,10 +15,6 @@ import (
 	"github.com/labbridge/bridge/metrics"
 	"github.com/labbridge/bridge/realtime"
 )
-
-// maxBenchLinks bounds -links: each link is a thread (in the thread model),
-// four sockets and a partner goroutine.
-const maxBenchLinks = 256
 
 // benchLinks is `bridge bench links`: N links in one process, each with the
 // in-memory plant and real UDP to its own built-in partner on loopback, in
@@ -46,7 +41,7 @@ func benchLinks(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	counts, err := parseCounts(*countsFlag)
+	counts, err := loopbench.ParseCounts(*countsFlag)
 	if err != nil {
 		return fmt.Errorf("bridge bench links: -links %q: %w", *countsFlag, err)
 	}
@@ -85,7 +80,7 @@ func benchLinks(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	var runs []loopbench.LinksRun
 	for _, n := range counts {
-		run, err := runLinks(ctx, n, *rate, *priority, *cpu, *dma, loopbench.LinksConfig{
+		run, err := config.RunBenchLinks(ctx, n, *rate, config.LoopTable{Priority: *priority, CPU: cpu, DMALatency: dma}, loopbench.LinksConfig{
 			Model: model, Duration: *duration, Stagger: *stagger, GOMAXPROCS: procs, Logger: logger, Confine: confine, Alongside: alongside, GC: realtime.DefaultGC(), Nice: *nice,
 			Stalls:    loopbench.StallConfig{Threshold: *threshold, Cyclictest: *withCT},
 			TracePath: loopbench.RunFile(*tracePath, n, len(counts)),
@@ -108,52 +103,4 @@ func benchLinks(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return printJSON(stdout, rep)
 	}
 	return rep.WriteText(stdout)
-}
-
-// parseCounts parses "4" or "1,4,16".
-func parseCounts(s string) ([]int, error) {
-	var out []int
-	for f := range strings.SplitSeq(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 || n > maxBenchLinks {
-			return nil, fmt.Errorf("want counts of links from 1 to %d, separated by commas, like 1,4,16", maxBenchLinks)
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
-// runLinks builds n links as bridge sim would (the sim plant, a built-in
-// partner each, free loopback ports), runs them, and releases them.
-func runLinks(ctx context.Context, n int, rate float64, priority, cpu int, dma bool, lc loopbench.LinksConfig) (loopbench.LinksRun, error) {
-	cfg, err := config.SimLinks(n, rate, config.LoopTable{Priority: priority, CPU: &cpu, DMALatency: &dma})
-	if err != nil {
-		return loopbench.LinksRun{}, err
-	}
-	// No metrics: the bench's own observers see every tick and reply; the
-	// loop observer must reach the loop unwrapped for it to see the gate.
-	env := config.Env{Clock: realtime.NewClock(), Logger: lc.Logger, Partner: true, Ephemeral: true}
-	var built []*config.Built
-	defer func() {
-		for _, b := range built {
-			if cerr := b.Close(); cerr != nil {
-				lc.Logger.Warn("bridge bench links: closing a link", "link", b.Config.Name, "err", cerr)
-			}
-		}
-	}()
-	links := make([]loopbench.BenchLink, 0, n)
-	for i := range cfg.Links {
-		l := &cfg.Links[i]
-		timing, replies := loopbench.NewLinkTiming(env.Clock, l.Period()), loopbench.NewReplies()
-		env.Loop, env.Observer = timing, replies
-		b, err := l.Build(env)
-		if err != nil {
-			return loopbench.LinksRun{}, err
-		}
-		built = append(built, b)
-		links = append(links, loopbench.BenchLink{
-			Link: b.Link, Master: b.Master, Partner: b.Partner, Deps: b.Deps, Timing: timing, Replies: replies,
-		})
-	}
-	return loopbench.RunLinks(ctx, lc, links)
 }

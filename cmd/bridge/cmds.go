@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -223,9 +222,6 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := config.CheckDuration("bench link", "duration", *duration, false); err != nil {
 		return err
 	}
-	if *partnerMode != "process" && *partnerMode != "builtin" && *partnerMode != "external" {
-		return fmt.Errorf("bridge bench link: -partner %q: want process, builtin or external", *partnerMode)
-	}
 	// The link on its own clock, on the in-memory plant by default (the
 	// link alone), or the Emio's servos simulated on a pseudo-terminal (the
 	// real serial path); no camera (the tracker has a benchmark of its
@@ -240,74 +236,17 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := loop.Spin.UnmarshalText([]byte(*spin)); err != nil {
 		return fmt.Errorf("bridge bench link: -spin %q: want auto or a duration such as 50us", *spin)
 	}
-	cfg, err := config.BenchLink(*rate, loop, *plantKind)
-	if err != nil {
-		return fmt.Errorf("bridge bench link: %w", err)
-	}
-	l := &cfg.Links[0]
-	rec, timing := loopbench.NewReplies(), loopbench.NewLinkTiming(realtime.NewClock(), l.Period())
-	logger := logging.New(stderr, logging.Options{Format: "text", Level: slog.LevelWarn, Terminal: true})
-	runCtx, cancel := context.WithTimeout(ctx, *duration)
-	defer cancel()
-	env := config.Env{Logger: logger, Observer: rec, Loop: timing, Partner: true, Ephemeral: true}
-	switch *partnerMode {
-	case "external":
-		l.UDP.Remote, l.UDP.Listen, l.UDP.Bind = *remote, *listen, *bind
-		if err := cfg.Validate(); err != nil {
-			return err
-		}
-		env.Partner, env.Ephemeral = false, false
-	case "process":
-		env.Partner = false // the master on port 0; the process is told its ports
-	}
-	a, err := wire(cfg, "", env, "")
+	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	var peer *loopbench.Peer
-	if *partnerMode == "process" {
-		var doc bytes.Buffer
-		err := cfg.Write(&doc, nil, "bridge bench link's link, for the partner's shape")
-		self, eerr := os.Executable()
-		if err = cmp.Or(err, eerr); err == nil {
-			peer, err = loopbench.PartnerProcess(ctx, self, a.links[0].Master, l.Name, doc.Bytes())
-		}
-		if err != nil {
-			a.close()
-			return fmt.Errorf("bridge bench link: %w", err)
-		}
-		defer peer.Stop()
-	}
-	// Say at the start when the plant cannot carry the rate.
-	if c, err := loopbench.ProbePlant(a.links[0].Link.Plant(), 30); err != nil {
-		fmt.Fprintf(stderr, "bridge bench link: %v\n", err)
-	} else if msg := c.Exceeded(*plantKind, *rate); msg != "" {
-		fmt.Fprintf(stderr, "bridge bench link: %s\n", msg)
-	}
-	b := a.links[0]
-	watch := loopbench.WatchStalls(ctx, loopbench.StallConfig{Threshold: *threshold, Cyclictest: *withCyclictest}, *duration,
-		[]loopbench.BenchLink{{Link: b.Link, Master: b.Master, Partner: b.Partner, Timing: timing, Replies: rec}})
-	serveErr := a.sup.Serve(runCtx)
-	rep := rec.Report(*rate, duration.Seconds(), b.Link.Ticks(), b.Link.Overruns(), b.Master.Stats())
-	rep.Plant = *plantKind
-	rep.LeadUs = float64(b.Link.Lead()) / 1e3
-	rep.LateSends = b.Link.LeadOverruns()
-	// The partner's view of the sends: an external partner reports it
-	// itself (WriteText says so).
-	switch {
-	case b.Partner != nil:
-		rep.SetSendTiming(loopbench.NewSendTimingReport(b.Partner.SendTiming()))
-	case peer != nil:
-		if t, err := peer.PartnerTiming(); err != nil {
-			fmt.Fprintf(stderr, "bridge bench link: no send timing from the partner process: %v\n", err)
-		} else {
-			rep.SetSendTiming(t)
-		}
-	}
-	a.close()
-	rep.Stalls = watch.Stop()
-	if serveErr != nil {
-		return serveErr
+	rep, err := config.RunBenchLink(ctx, config.LinkBench{Rate: *rate, Duration: *duration, Plant: *plantKind, Loop: loop,
+		Partner: *partnerMode, Remote: *remote, Listen: *listen, Bind: *bind, Exe: self,
+		Stalls: loopbench.StallConfig{Threshold: *threshold, Cyclictest: *withCyclictest},
+		Logger: logging.New(stderr, logging.Options{Format: "text", Level: slog.LevelWarn, Terminal: true}),
+		Warn:   func(msg string) { fmt.Fprintf(stderr, "bridge bench link: %s\n", msg) }})
+	if err != nil {
+		return err
 	}
 	if *asJSON {
 		return printJSON(stdout, rep)

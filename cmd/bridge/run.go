@@ -172,23 +172,8 @@ func wire(cfg *config.Config, from string, env config.Env, metricsAddr string) (
 	if env.Home == "" {
 		env.Home, _ = os.UserHomeDir()
 	}
-	for i := range cfg.Links {
-		b, err := cfg.Links[i].Build(env)
-		if err != nil {
-			a.close()
-			return nil, err
-		}
-		a.links = append(a.links, b)
-		if err := a.sup.AddLink(b.Link, b.Observer(), b.Deps...); err != nil {
-			a.close()
-			return nil, err
-		}
-		if b.Partner != nil {
-			if err := a.sup.Add("partner "+b.Config.Name, b.Partner); err != nil {
-				a.close()
-				return nil, err
-			}
-		}
+	if a.links, err = cfg.Supervise(env, a.sup); err != nil {
+		return nil, err
 	}
 	if metricsAddr != "" {
 		page := statuspage.New(statuspage.Config{
