@@ -47,6 +47,14 @@ type LoopConfig struct {
 	// it took p50 lateness from ≈ 50 to ≈ 20 µs (the idle vCPU polls
 	// instead of halting).
 	DMALatency bool
+	// Budget, when > 0, runs a real-time (Priority > 0), unpinned (CPU -1)
+	// loop's thread under SCHED_DEADLINE with this much CPU time every
+	// period, falling back to SCHED_FIFO Priority when the kernel refuses:
+	// a loop that waits in the Go runtime for an ordinary thread it
+	// preempted then gives way at once instead of spinning until real-time
+	// throttling (realtime.ThreadConfig.Budget, docs/realtime.md §18).
+	// The budget must cover a tick's work and any spin.
+	Budget time.Duration
 	// Trigger, when set, paces the loop on external events instead of the
 	// grid: clock = "camera" ticks on each camera frame, as emioapi's motor
 	// process waits for the camera's frame event. Unlike emioapi, a camera
@@ -97,6 +105,14 @@ func (c LoopConfig) Validate() error {
 	case (c.Lead > 0 || c.AutoLead) && c.Trigger != nil:
 		return fmt.Errorf("bridge: loop lead %v: %w (a loop woken by each camera frame has no deadline to send on; want 0)",
 			c.Lead, ErrConfig)
+	case c.Budget < 0 || c.Budget > c.Period || (c.Budget > 0 && c.Budget < time.Microsecond):
+		return fmt.Errorf("bridge: loop budget %v: %w (want 0 (SCHED_FIFO), or 1µs up to the period %v)", c.Budget, ErrConfig, c.Period)
+	case c.Budget > 0 && c.CPU >= 0:
+		return fmt.Errorf("bridge: loop budget %v: %w (a SCHED_DEADLINE thread cannot be pinned, and this loop is pinned to CPU %d: want budget 0 or cpu -1)",
+			c.Budget, ErrConfig, c.CPU)
+	case c.Budget > 0 && c.Priority == 0:
+		return fmt.Errorf("bridge: loop budget %v: %w (a budget needs a real-time priority to fall back on: want budget 0 or priority 1..%d)",
+			c.Budget, ErrConfig, realtime.MaxPriority)
 	case c.Trigger != nil && c.Pacer != nil:
 		return fmt.Errorf("bridge: loop: %w (a trigger and a pacer: want one of them)", ErrConfig)
 	}
@@ -114,6 +130,10 @@ func (c LoopConfig) threadConfig() realtime.ThreadConfig {
 		TimerSlack: time.Nanosecond, // halves p50 under SCHED_OTHER (docs/realtime.md §2)
 		LockMemory: c.LockMemory,
 		DMALatency: c.DMALatency,
+		Budget:     c.Budget,
+		// A frame-triggered loop has no grid of its own; its period is
+		// still the frames' nominal one.
+		BudgetPeriod: c.Period,
 	}
 }
 

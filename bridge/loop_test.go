@@ -344,6 +344,11 @@ func TestLoopConfigValidate(t *testing.T) {
 		{LoopConfig{Period: ms, CPU: 4096}, "cpu 4096"},
 		{LoopConfig{Period: ms, CPU: -1, Spin: -1}, "spin -1ns"},
 		{LoopConfig{Period: ms, CPU: -1, Spin: ms}, "spin 1ms"},
+		{LoopConfig{Period: ms, Priority: 80, CPU: -1, Budget: 100 * time.Microsecond}, ""},
+		{LoopConfig{Period: ms, Priority: 80, CPU: -1, Budget: -1}, "budget -1ns"},
+		{LoopConfig{Period: ms, Priority: 80, CPU: -1, Budget: 2 * ms}, "budget 2ms"},
+		{LoopConfig{Period: ms, Priority: 80, CPU: 1, Budget: 100 * time.Microsecond}, "budget 100µs"},
+		{LoopConfig{Period: ms, CPU: -1, Budget: 100 * time.Microsecond}, "budget 100µs"},
 	} {
 		_, err := NewLoop(tc.cfg, realtime.NewClock(), nil, nil)
 		if tc.field == "" {

@@ -167,6 +167,7 @@ func RunBenchLinks(ctx context.Context, n int, rate float64, loop LoopTable, lc 
 	}
 	// No metrics: the bench's own observers see every tick and reply; the
 	// loop observer must reach the loop unwrapped for it to see the gate.
+	cfg.SetUpBudgets(true, lc.Logger)
 	env := Env{Clock: realtime.NewClock(), Logger: lc.Logger, Partner: true, Ephemeral: true}
 	var built []*Built
 	defer func() {

@@ -420,6 +420,9 @@ func (l *Link) newPartner(m *simulink.Master, env Env) (*simulink.Partner, error
 		// With its loop: a pinned loop's CPU holds the link's real-time
 		// threads, and confinement keeps the process's others off it.
 		Pin: *l.Loop.CPU >= 0, CPU: *l.Loop.CPU,
+		// A partner at its loop's priority, and under SCHED_DEADLINE with
+		// it: it is a locked Go thread as the loop is, with the same waits.
+		Budget: l.budget, BudgetPeriod: l.Period(),
 	})
 }
 
@@ -475,6 +478,7 @@ func (l *Link) LinkConfig() bridge.LinkConfig {
 			AutoLead:   l.Loop.Lead.Auto,
 			LockMemory: l.Loop.LockMemory,
 			DMALatency: *l.Loop.DMALatency,
+			Budget:     l.budget,
 		},
 		Apply:  apply,
 		Halt:   halt,

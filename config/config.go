@@ -176,6 +176,9 @@ type Link struct {
 	// SCHED_OTHER; Warnings says so (a default of 80 would put every test's
 	// loop at SCHED_FIFO when run as root).
 	priorityUnset bool
+	// budget is the loop's SCHED_DEADLINE budget: loop.budget, or what
+	// AssignBudgets gave "auto" (0 until then: SCHED_FIFO).
+	budget time.Duration
 }
 
 // LoopTable is [link.loop].
@@ -186,6 +189,12 @@ type LoopTable struct {
 	Lead       *AutoDuration `toml:"lead"`
 	LockMemory bool          `toml:"lock_memory"`
 	DMALatency *bool         `toml:"dma_latency"`
+	// Budget runs a real-time, unpinned loop (and its built-in partner)
+	// under SCHED_DEADLINE: "auto" (the default) shares the machine's
+	// real-time bandwidth among such loops (AssignBudgets), a duration is
+	// the CPU time the loop's thread may use each period, "0s" keeps
+	// SCHED_FIFO (bridge.LoopConfig.Budget).
+	Budget *AutoDuration `toml:"budget"`
 }
 
 // UDPTable is [link.udp]: emioapi's endpoints and thresholds.
@@ -418,6 +427,12 @@ func (l *Link) fillDefaults() {
 	if l.Loop.CPU == nil {
 		l.Loop.CPU = new(-1)
 	}
+	if l.Loop.Budget == nil {
+		l.Loop.Budget = &AutoDuration{Auto: true}
+	}
+	if !l.Loop.Budget.Auto {
+		l.budget = l.Loop.Budget.Duration
+	}
 	if l.Loop.Lead == nil {
 		if l.Clock == "frame" {
 			// Woken by each frame: no deadline to send on.
@@ -567,6 +582,14 @@ func (l *Link) validate(v *validator) {
 	}
 	if s := l.Loop.Spin.Duration; s < 0 || s >= period {
 		v.bad("loop.spin", s, fmt.Sprintf(`"auto", or 0 ≤ spin < the period (%v)`, period))
+	}
+	switch b := l.Loop.Budget.Duration; {
+	case b < 0 || b > period || (b > 0 && b < time.Microsecond):
+		v.bad("loop.budget", b, fmt.Sprintf(`"auto", "0s" (SCHED_FIFO), or a CPU time per period from 1µs up to the period (%v)`, period))
+	case b > 0 && *l.Loop.CPU >= 0:
+		v.bad("loop.budget", b, `"auto" or "0s" on a pinned loop (a SCHED_DEADLINE thread cannot be pinned; set loop.cpu = -1 for a budget)`)
+	case b > 0 && l.Loop.Priority == 0:
+		v.bad("loop.budget", b, `"auto" or "0s" with loop.priority = 0 (a budget is for a real-time loop: set loop.priority too)`)
 	}
 	if d := l.Loop.Lead.Duration; d < 0 || d > period/2 {
 		v.bad("loop.lead", d, fmt.Sprintf(`"auto", or 0 ≤ lead ≤ half the period (%v); 0 sends as soon as measured`, period/2))

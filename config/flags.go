@@ -2,7 +2,9 @@ package config
 
 import (
 	"errors"
+	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -120,4 +122,36 @@ func (f PartnerFlags) Spec(n int) (simulink.ControllerSpec, error) {
 		return spec, errors.New("bridge partner: -controller jacobian needs its parameters: use -config with a [link.partner.controller] table")
 	}
 	return spec, nil
+}
+
+// LoopFlags declares on fs the [link.loop] keys that `bridge bench link`
+// and `bench links` take from their command line: -priority, -cpu,
+// -dma-latency and -budget, and with gate -lead and -spin. The returned
+// function reads them into a LoopTable, refusing a value that is neither
+// "auto" nor a duration.
+func LoopFlags(fs *flag.FlagSet, cmd string, gate bool) func() (LoopTable, error) {
+	priority := fs.Int("priority", 80, "SCHED_FIFO priority of the loop threads (the scheduler model's one thread); 0 = normal")
+	cpu := fs.Int("cpu", -1, "pin every loop and its partner to this CPU and keep the process's other threads on the other CPUs (-1: no pinning)")
+	dma := fs.Bool("dma-latency", true, "hold /dev/cpu_dma_latency at 0 during the runs, as cyclictest does")
+	texts := map[string]*string{
+		"budget": fs.String("budget", "auto", `unpinned loops and their partners: SCHED_DEADLINE CPU time per period, "auto" (shared, as bridge run does) or a duration; "0s" = SCHED_FIFO at -priority`),
+	}
+	if gate {
+		texts["lead"] = fs.String("lead", "auto", `how long before each deadline the loop wakes to measure: "auto" (learned) or a duration; "0s" sends as soon as measured`)
+		texts["spin"] = fs.String("spin", "0s", `spin before each send: "auto" (learned), a duration, or "0s" (sleep only)`)
+	}
+	return func() (LoopTable, error) {
+		loop := LoopTable{Priority: *priority, CPU: cpu, DMALatency: dma, Budget: new(AutoDuration)}
+		into := map[string]*AutoDuration{"budget": loop.Budget}
+		if gate {
+			loop.Lead = new(AutoDuration)
+			into["lead"], into["spin"] = loop.Lead, &loop.Spin
+		}
+		for _, name := range slices.Sorted(maps.Keys(texts)) {
+			if err := into[name].UnmarshalText([]byte(*texts[name])); err != nil {
+				return LoopTable{}, fmt.Errorf("bridge %s: -%s %q: want auto or a duration such as 100us", cmd, name, *texts[name])
+			}
+		}
+		return loop, nil
+	}
 }

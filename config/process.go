@@ -12,7 +12,8 @@ import (
 
 // SetUpProcess applies the process-wide settings the links run best with,
 // before they are built: GOMAXPROCS (Procs), the garbage collector's policy
-// (realtime.DefaultGC), the nice value of the ordinary threads ([service]
+// (realtime.DefaultGC), the loops' SCHED_DEADLINE budgets
+// (SetUpBudgets), the nice value of the ordinary threads ([service]
 // nice), and, with every real-time loop pinned, the other threads kept off
 // the loops' CPUs (ConfineOthers). partners: with built-in partners. What
 // it cannot do is logged as a warning saying what to grant or set; nothing
@@ -23,6 +24,7 @@ func (c *Config) SetUpProcess(partners bool, logger *slog.Logger) {
 	if warning != "" {
 		logger.Warn(warning)
 	}
+	c.SetUpBudgets(partners, logger)
 	realtime.DefaultGC().Apply() // for the process's life
 	if n := c.Service.Nice; n != nil && *n != 0 {
 		if err := realtime.Renice(*n); err != nil {

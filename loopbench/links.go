@@ -466,6 +466,9 @@ type LinksRun struct {
 	RateHz    float64 `json:"rate_hz"`
 	DurationS float64 `json:"duration_s"`
 	Priority  int     `json:"priority"`
+	// BudgetUs is each loop's SCHED_DEADLINE budget per period, 0 under
+	// SCHED_FIFO (a refusal is in Warnings).
+	BudgetUs float64 `json:"budget_us,omitempty"`
 	// GOMAXPROCS during the run.
 	GOMAXPROCS int `json:"gomaxprocs"`
 	// Phases: "spread" or "aligned" (the scheduler), "as started" (the
@@ -499,6 +502,9 @@ func report(cfg LinksConfig, links []BenchLink, warns []error) LinksRun {
 	run := LinksRun{
 		Model: string(cfg.Model), Links: len(links), RateHz: math.Round(1e9/float64(period)*1e3) / 1e3,
 		DurationS: cfg.Duration.Seconds(), Priority: lc.Priority, GOMAXPROCS: runtime.GOMAXPROCS(0), Phases: "as started", Warnings: []string{},
+	}
+	if cfg.Model == ModelThread {
+		run.BudgetUs = float64(lc.Budget) / 1e3
 	}
 	if cfg.Model == ModelScheduler {
 		run.Phases = "aligned"
@@ -616,8 +622,12 @@ func (r LinksReport) WriteText(w io.Writer) error {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		fmt.Fprintf(&b, "links %d  model %s  rate %g Hz  %gs  priority %d  GOMAXPROCS %d  phases %s (within %.1f µs)\n",
-			run.Links, run.Model, run.RateHz, run.DurationS, run.Priority, run.GOMAXPROCS, run.Phases, run.PhaseSpreadUs)
+		policy := fmt.Sprintf("priority %d", run.Priority)
+		if run.BudgetUs > 0 {
+			policy = fmt.Sprintf("SCHED_DEADLINE %g µs a period (else priority %d)", run.BudgetUs, run.Priority)
+		}
+		fmt.Fprintf(&b, "links %d  model %s  rate %g Hz  %gs  %s  GOMAXPROCS %d  phases %s (within %.1f µs)\n",
+			run.Links, run.Model, run.RateHz, run.DurationS, policy, run.GOMAXPROCS, run.Phases, run.PhaseSpreadUs)
 		for _, warn := range run.Warnings {
 			fmt.Fprintf(&b, "warning: %s\n", warn)
 		}

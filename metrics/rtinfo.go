@@ -11,10 +11,11 @@ import (
 // asked for): see realtime.SetupThread, whose *SetupError warnings name each
 // setting it could not apply.
 type RealTimeInfo struct {
-	// Policy is the thread's scheduling policy: "SCHED_FIFO", or
-	// "SCHED_OTHER" when no priority was asked for or it was refused.
+	// Policy is the thread's scheduling policy: "SCHED_DEADLINE" (a loop
+	// budget), "SCHED_FIFO", or "SCHED_OTHER" when no priority was asked
+	// for or it was refused.
 	Policy string
-	// Priority is the SCHED_FIFO priority, 0 under SCHED_OTHER.
+	// Priority is the SCHED_FIFO priority, 0 under the other policies.
 	Priority int
 	// CPUs is the CPU list the thread is pinned to ("1", "0-1"), "" when
 	// it is not pinned.

@@ -133,6 +133,13 @@ func TestValidate(t *testing.T) {
 		{ThreadConfig{CPU: -2}, ErrCPU},
 		{ThreadConfig{CPU: 1024}, ErrCPU},
 		{ThreadConfig{CPU: -1, TimerSlack: -1}, ErrTimerSlack},
+		{ThreadConfig{Priority: 80, CPU: -1, Budget: 100 * time.Microsecond, BudgetPeriod: time.Millisecond}, nil},
+		{ThreadConfig{Priority: 80, CPU: -1, Budget: time.Millisecond, BudgetPeriod: time.Millisecond}, nil},
+		{ThreadConfig{Priority: 80, CPU: -1, Budget: -1, BudgetPeriod: time.Millisecond}, ErrBudget},
+		{ThreadConfig{Priority: 80, CPU: -1, Budget: 1023, BudgetPeriod: time.Millisecond}, ErrBudget},
+		{ThreadConfig{Priority: 80, CPU: -1, Budget: 2 * time.Millisecond, BudgetPeriod: time.Millisecond}, ErrBudget},
+		{ThreadConfig{Priority: 80, CPU: 0, Budget: 100 * time.Microsecond, BudgetPeriod: time.Millisecond}, ErrBudget},
+		{ThreadConfig{CPU: -1, Budget: 100 * time.Microsecond, BudgetPeriod: time.Millisecond}, ErrBudget},
 	} {
 		err := tc.cfg.Validate()
 		if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
@@ -230,6 +237,101 @@ func TestSetupThreadFIFO(t *testing.T) {
 	}
 	if attr.Policy == unix.SCHED_FIFO {
 		t.Errorf("warning reported but the thread is SCHED_FIFO")
+	}
+}
+
+// A budget runs the thread under SCHED_DEADLINE with that reservation, on
+// this thread only; refused (unprivileged, or a kernel or cgroup that does
+// not allow it), the warning names the budget and the thread falls back to
+// its SCHED_FIFO priority, or is reported for that too.
+func TestSetupThreadDeadline(t *testing.T) {
+	var (
+		th       *Thread
+		warns    []error
+		attr     *unix.SchedAttr
+		attrErr  error
+		closeErr error
+	)
+	cfg := ThreadConfig{Priority: 80, CPU: -1, Budget: 200 * time.Microsecond, BudgetPeriod: 2 * time.Millisecond}
+	onDiscardedThread(func() {
+		th, warns = SetupThread(cfg)
+		attr, attrErr = unix.SchedGetAttr(0, 0)
+		closeErr = th.Close()
+	})
+	if attrErr != nil || closeErr != nil {
+		t.Fatal(attrErr, closeErr)
+	}
+	other, err := unix.SchedGetAttr(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.Policy == unix.SCHED_DEADLINE || other.Policy == unix.SCHED_FIFO {
+		t.Errorf("policy %d leaked to another thread", other.Policy)
+	}
+	got := th.Settings()
+	if len(warns) == 0 {
+		// The same share of DeadlineSlice: 20 µs every 200 µs.
+		if attr.Policy != unix.SCHED_DEADLINE || attr.Runtime != 20_000 || attr.Period != 200_000 ||
+			attr.Deadline != 200_000 || attr.Flags&unix.SCHED_FLAG_RESET_ON_FORK == 0 || attr.Flags&unix.SCHED_FLAG_RECLAIM == 0 {
+			t.Errorf("no warning but sched_getattr = %+v, want SCHED_DEADLINE 20µs every 200µs, reset on fork, reclaiming", attr)
+		}
+		if got.Policy != "SCHED_DEADLINE" || got.Budget != cfg.Budget || got.BudgetPeriod != cfg.BudgetPeriod || got.Priority != 0 {
+			t.Errorf("Settings() = %+v, want SCHED_DEADLINE 200µs every 2ms", got)
+		}
+		return
+	}
+	var se *SetupError
+	if !errors.As(warns[0], &se) || !strings.Contains(se.Error(), "SCHED_DEADLINE budget 200µs every 2ms") {
+		t.Fatalf("warnings = %v, want the first naming the budget", warns)
+	}
+	switch {
+	case len(warns) == 1 && (attr.Policy != unix.SCHED_FIFO || got.Policy != "SCHED_FIFO" || got.Priority != 80):
+		t.Errorf("budget refused (%v) but the thread runs policy %d, Settings %+v: want the SCHED_FIFO 80 fallback", warns[0], attr.Policy, got)
+	case len(warns) == 1 && !strings.Contains(se.Error(), "SCHED_FIFO 80 instead"):
+		t.Errorf("warning %q must say the thread runs at SCHED_FIFO 80 instead", se)
+	case len(warns) == 2 && (attr.Policy != unix.SCHED_NORMAL || got.Policy != "SCHED_OTHER"):
+		t.Errorf("both refused (%v) but the thread runs policy %d", warns, attr.Policy)
+	case len(warns) > 2:
+		t.Errorf("warnings = %v, want at most the budget's and the priority's", warns)
+	}
+}
+
+// The probe asks on a thread of its own: the caller's policy does not
+// change, and a refusal names the budget and says what the loops keep.
+func TestProbeDeadline(t *testing.T) {
+	before, err := unix.SchedGetAttr(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perr := ProbeDeadline(100*time.Microsecond, time.Millisecond)
+	after, err := unix.SchedGetAttr(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Policy != before.Policy {
+		t.Errorf("policy %d -> %d: the probe changed the calling thread", before.Policy, after.Policy)
+	}
+	var se *SetupError
+	if perr != nil && (!errors.As(perr, &se) || !strings.Contains(perr.Error(), "SCHED_DEADLINE budget 100µs every 1ms") ||
+		!strings.Contains(perr.Error(), "the loops keep SCHED_FIFO")) {
+		t.Errorf("ProbeDeadline = %v, want nil or a SetupError naming the budget and the fallback", perr)
+	}
+	t.Logf("ProbeDeadline: %v", perr)
+}
+
+func TestDeadlineSlice(t *testing.T) {
+	us := time.Microsecond
+	for _, tc := range []struct{ budget, period, runtime, slice time.Duration }{
+		{50 * us, 100 * us, 50 * us, 100 * us},
+		{40 * us, 200 * us, 40 * us, 200 * us},
+		{250 * us, time.Millisecond, 50 * us, 200 * us},
+		{10 * time.Millisecond, 33333 * us, 60 * us, 200 * us},
+		{2 * us, time.Second, minBudget, 200 * us},
+	} {
+		r, s := deadlineSlice(tc.budget, tc.period)
+		if r.Round(time.Microsecond) != tc.runtime.Round(time.Microsecond) && r != tc.runtime || s != tc.slice {
+			t.Errorf("deadlineSlice(%v, %v) = %v, %v; want %v, %v", tc.budget, tc.period, r, s, tc.runtime, tc.slice)
+		}
 	}
 }
 

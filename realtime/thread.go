@@ -20,6 +20,10 @@ var (
 	ErrCPU = errors.New("realtime: invalid CPU")
 	// ErrTimerSlack reports a negative timer slack.
 	ErrTimerSlack = errors.New("realtime: invalid timer slack")
+	// ErrBudget reports a SCHED_DEADLINE budget that cannot be asked for:
+	// negative, longer than its period, pinned, or without a priority to
+	// fall back on.
+	ErrBudget = errors.New("realtime: invalid SCHED_DEADLINE budget")
 )
 
 // MaxPriority is the highest SCHED_FIFO priority on Linux.
@@ -50,10 +54,29 @@ type ThreadConfig struct {
 	// DMALatency writes 0 to /dev/cpu_dma_latency and keeps it open until
 	// Close, which keeps every CPU out of deep C-states as cyclictest does.
 	DMALatency bool
+	// Budget, when > 0, runs the thread under SCHED_DEADLINE instead of
+	// SCHED_FIFO: Budget of CPU time every BudgetPeriod, which is also its
+	// relative deadline. It needs a Priority (the SCHED_FIFO fallback when
+	// the kernel refuses the reservation) and no CPU (the kernel does not
+	// let a deadline thread be pinned). Why: the Go runtime's waits between
+	// threads yield with sched_yield, which under SCHED_FIFO gives the CPU
+	// only to threads of the same or a higher priority, so a real-time
+	// thread can spin for up to a second on an ordinary thread it preempted;
+	// under SCHED_DEADLINE sched_yield ends the thread's turn until its next
+	// period, and the ordinary thread runs (docs/realtime.md §18). The
+	// reservation is applied as the same share of at most DeadlineSlice.
+	Budget       time.Duration
+	BudgetPeriod time.Duration
 }
 
+// Kernel bounds of a SCHED_DEADLINE reservation (sched(7): runtime at least
+// 1024 ns; kernel.sched_deadline_period_min_us and _max_us default to 100 µs
+// and 4 s). A period outside them is not an error: the kernel refuses it and
+// the thread falls back to SCHED_FIFO with a warning.
+const minBudget = 1024 * time.Nanosecond
+
 // Validate reports a configuration that cannot be applied on any machine. Its
-// errors wrap ErrPriority, ErrCPU or ErrTimerSlack.
+// errors wrap ErrPriority, ErrCPU, ErrTimerSlack or ErrBudget.
 func (c ThreadConfig) Validate() error {
 	if c.Priority < 0 || c.Priority > MaxPriority {
 		return fmt.Errorf("%w %d (want 0 for SCHED_OTHER or 1..%d)", ErrPriority, c.Priority, MaxPriority)
@@ -63,6 +86,15 @@ func (c ThreadConfig) Validate() error {
 	}
 	if c.TimerSlack < 0 {
 		return fmt.Errorf("%w %v (want >= 0)", ErrTimerSlack, c.TimerSlack)
+	}
+	switch {
+	case c.Budget == 0:
+	case c.Budget < minBudget || c.Budget > c.BudgetPeriod:
+		return fmt.Errorf("%w %v every %v (want 0 for SCHED_FIFO, or %v up to the period)", ErrBudget, c.Budget, c.BudgetPeriod, minBudget)
+	case c.CPU >= 0:
+		return fmt.Errorf("%w %v on CPU %d (a SCHED_DEADLINE thread cannot be pinned: want CPU -1 or budget 0)", ErrBudget, c.Budget, c.CPU)
+	case c.Priority == 0:
+		return fmt.Errorf("%w %v with priority 0 (want a SCHED_FIFO priority to fall back on)", ErrBudget, c.Budget)
 	}
 	return nil
 }
@@ -94,10 +126,13 @@ type Thread struct {
 // Settings are the real-time settings a thread runs with: what SetupThread
 // could apply, not what was asked.
 type Settings struct {
-	// Policy is "SCHED_FIFO" or "SCHED_OTHER".
+	// Policy is "SCHED_DEADLINE", "SCHED_FIFO" or "SCHED_OTHER".
 	Policy string
-	// Priority is the SCHED_FIFO priority, 0 under SCHED_OTHER.
+	// Priority is the SCHED_FIFO priority, 0 under the other policies.
 	Priority int
+	// Budget and BudgetPeriod are the SCHED_DEADLINE reservation, 0 under
+	// the other policies.
+	Budget, BudgetPeriod time.Duration
 	// CPU is the CPU the thread is pinned to, -1 when it is not.
 	CPU int
 	// LockedMemory: mlockall is in force.
@@ -165,7 +200,24 @@ func SetupThread(cfg ThreadConfig) (*Thread, []error) {
 			t.got.LockedMemory = true
 		}
 	}
-	if cfg.Priority > 0 {
+	if cfg.Budget > 0 {
+		runtime, period := deadlineSlice(cfg.Budget, cfg.BudgetPeriod)
+		attr := unix.SchedAttr{
+			Policy:   unix.SCHED_DEADLINE,
+			Runtime:  uint64(runtime),
+			Deadline: uint64(period),
+			Period:   uint64(period),
+			// A child process must not inherit the policy (and a deadline
+			// thread could not fork without this flag).
+			Flags: unix.SCHED_FLAG_RESET_ON_FORK | unix.SCHED_FLAG_RECLAIM,
+		}
+		if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
+			warn(fmt.Sprintf("SCHED_DEADLINE budget %v every %v", cfg.Budget, cfg.BudgetPeriod), deadlineFix(err, cfg.Priority), err)
+		} else {
+			t.got.Policy, t.got.Budget, t.got.BudgetPeriod = "SCHED_DEADLINE", cfg.Budget, cfg.BudgetPeriod
+		}
+	}
+	if cfg.Priority > 0 && t.got.Policy != "SCHED_DEADLINE" {
 		attr := unix.SchedAttr{
 			Policy:   unix.SCHED_FIFO,
 			Priority: uint32(cfg.Priority),
@@ -191,6 +243,63 @@ func SetupThread(cfg ThreadConfig) (*Thread, []error) {
 		}
 	}
 	return t, warns
+}
+
+// DeadlineSlice is the longest period a SCHED_DEADLINE reservation is
+// applied with: a budget over a longer period is applied as the same share
+// of this one. The Go runtime yields (sched_yield) in its routine waits, a
+// contended lock's passive spin among them, and a deadline thread that
+// yields waits for its next period; with the loop's own period as the
+// reservation's, each such yield cost a 1 kHz loop a whole tick, about 40
+// late ticks of 1 ms in 15 s at 4 links (docs/realtime.md §18).
+const DeadlineSlice = 200 * time.Microsecond
+
+// deadlineSlice returns the kernel runtime and period of a budget every
+// period: the same share of DeadlineSlice when the period is longer.
+func deadlineSlice(budget, period time.Duration) (time.Duration, time.Duration) {
+	if period <= DeadlineSlice {
+		return budget, period
+	}
+	return max(minBudget, time.Duration(float64(budget)*float64(DeadlineSlice)/float64(period))), DeadlineSlice
+}
+
+// ProbeDeadline reports whether a thread of this process may run under
+// SCHED_DEADLINE with budget every period: it asks on a throwaway locked
+// thread, which the runtime discards when its goroutine exits locked, and
+// returns the kernel's refusal (EPERM without CAP_SYS_NICE, EBUSY when the
+// admission test fails) wrapped in a *SetupError.
+func ProbeDeadline(budget, period time.Duration) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
+		r, p := deadlineSlice(budget, period)
+		attr := unix.SchedAttr{Policy: unix.SCHED_DEADLINE, Runtime: uint64(r), Deadline: uint64(p), Period: uint64(p),
+			Flags: unix.SCHED_FLAG_RESET_ON_FORK | unix.SCHED_FLAG_RECLAIM}
+		if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
+			errc <- &SetupError{Setting: fmt.Sprintf("SCHED_DEADLINE budget %v every %v", budget, period), Fix: deadlineFix(err, 0), Err: err}
+			return
+		}
+		errc <- nil
+	}()
+	return <-errc
+}
+
+// deadlineFix says what a refused SCHED_DEADLINE reservation needs; the
+// thread goes on at SCHED_FIFO priority.
+func deadlineFix(err error, priority int) string {
+	fallback := fmt.Sprintf("running at SCHED_FIFO %d instead", priority)
+	if priority == 0 {
+		fallback = "the loops keep SCHED_FIFO"
+	}
+	switch {
+	case errors.Is(err, unix.EBUSY):
+		return "the machine's real-time bandwidth is taken by other deadline threads (kernel.sched_rt_runtime_us); " + fallback
+	case errors.Is(err, unix.EPERM):
+		return "grant CAP_SYS_NICE, or run outside a cgroup that forbids deadline threads; " + fallback
+	case errors.Is(err, unix.EINVAL):
+		return "the kernel refuses this budget or period (kernel.sched_deadline_period_min_us and _max_us); " + fallback
+	}
+	return fallback
 }
 
 // openDMALatency requests a 0 µs wake-up latency; the request holds while

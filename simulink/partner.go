@@ -60,6 +60,12 @@ type PartnerConfig struct {
 	// thread's affinity alone.
 	Pin bool
 	CPU int
+	// Budget, with Priority and not Pin, runs the receive thread under
+	// SCHED_DEADLINE with Budget of CPU time every BudgetPeriod, as a
+	// link runs its loop (realtime.ThreadConfig.Budget; a built-in partner
+	// takes its loop's), falling back to SCHED_FIFO Priority when the
+	// kernel refuses. 0 is SCHED_FIFO.
+	Budget, BudgetPeriod time.Duration
 }
 
 // PartnerStats are a Partner's counters since NewPartner.
@@ -115,6 +121,7 @@ type Partner struct {
 	// thread costs more than it saves (docs/realtime.md §7).
 	priority int
 	cpu      int                               // the receive thread's CPU; -1 none
+	budget   [2]time.Duration                  // the receive thread's SCHED_DEADLINE budget and period; 0 none
 	thread   atomic.Pointer[realtime.Settings] // what rtLoop's thread got
 	tid      atomic.Int64                      // rtLoop's thread while it runs
 
@@ -229,6 +236,8 @@ func newPartnerProbe(cfg PartnerConfig, kernelStamps bool, probe func(priority i
 			p.priority = cfg.Priority
 			if cfg.Pin {
 				p.cpu = cfg.CPU
+			} else {
+				p.budget = [2]time.Duration{cfg.Budget, cfg.BudgetPeriod}
 			}
 		}
 	}
@@ -262,6 +271,15 @@ func validatePartnerConfig(cfg *PartnerConfig) error {
 	}
 	if cfg.Pin && (cfg.CPU < 0 || cfg.CPU >= realtime.MaxCPUs) {
 		return bad("CPU", "%d, want a CPU number from 0 to %d", cfg.CPU, realtime.MaxCPUs-1)
+	}
+	if b := cfg.Budget; b != 0 {
+		rt := realtime.ThreadConfig{Priority: cfg.Priority, CPU: -1, Budget: b, BudgetPeriod: cfg.BudgetPeriod}
+		if cfg.Pin {
+			rt.CPU = cfg.CPU
+		}
+		if err := rt.Validate(); err != nil {
+			return bad("Budget", "%v every %v: %v", b, cfg.BudgetPeriod, err)
+		}
 	}
 	if cfg.Faults != nil {
 		if err := cfg.Faults.validate(); err != nil {

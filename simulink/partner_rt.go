@@ -140,7 +140,10 @@ func replySource(to netip.AddrPort) (netip.Addr, error) {
 // until the wake-up eventfd is written.
 func (p *Partner) rtLoop() error {
 	runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
-	th, warns := realtime.SetupThread(realtime.ThreadConfig{Priority: p.priority, CPU: p.cpu, TimerSlack: time.Nanosecond})
+	th, warns := realtime.SetupThread(realtime.ThreadConfig{
+		Priority: p.priority, CPU: p.cpu, TimerSlack: time.Nanosecond,
+		Budget: p.budget[0], BudgetPeriod: p.budget[1],
+	})
 	for _, w := range warns {
 		// NewPartner's probe succeeded, so this is rare (a changed limit):
 		// the loop runs with what it got.

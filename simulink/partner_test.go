@@ -380,6 +380,19 @@ func TestPartnerConfigErrors(t *testing.T) {
 		{"Controller", func(c *PartnerConfig) { c.Controller = jac }},
 		{"Priority", func(c *PartnerConfig) { c.Priority = -1 }},
 		{"Priority", func(c *PartnerConfig) { c.Priority = 100 }},
+		{"Budget", func(c *PartnerConfig) { c.Budget = -1; c.BudgetPeriod = time.Millisecond }},
+		{"Budget", func(c *PartnerConfig) {
+			c.Priority = 80
+			c.Budget = 2 * time.Millisecond
+			c.BudgetPeriod = time.Millisecond
+		}},
+		{"Budget", func(c *PartnerConfig) {
+			c.Priority = 80
+			c.Pin, c.CPU = true, 0
+			c.Budget = 100 * time.Microsecond
+			c.BudgetPeriod = time.Millisecond
+		}},
+		{"Budget", func(c *PartnerConfig) { c.Budget = 100 * time.Microsecond; c.BudgetPeriod = time.Millisecond }},
 		{"CPU", func(c *PartnerConfig) { c.Pin, c.CPU = true, -1 }},
 		{"CPU", func(c *PartnerConfig) { c.Pin, c.CPU = true, realtime.MaxCPUs }},
 	} {

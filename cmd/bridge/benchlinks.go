@@ -21,16 +21,14 @@ import (
 // one thread model; with a list of counts, one run per count in order, so
 // that the ratios to the smallest come from one invocation.
 func benchLinks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench links", "bench links [-links N[,N…]] [-rate HZ] [-duration D] [-model thread|scheduler] [-priority P] [-gomaxprocs auto|N] [-cpu N] [-stagger] [-dma-latency] [-threshold D] [-cyclictest] [-records FILE] [-trace FILE] [-http ADDR] [-nice N] [-json]", stderr)
+	fs := newFlagSet("bench links", "bench links [-links N[,N…]] [-rate HZ] [-duration D] [-model thread|scheduler] [-priority P] [-budget auto|D] [-gomaxprocs auto|N] [-cpu N] [-stagger] [-dma-latency] [-threshold D] [-cyclictest] [-records FILE] [-trace FILE] [-http ADDR] [-nice N] [-json]", stderr)
+	loopFlags := config.LoopFlags(fs, "bench links", false)
 	countsFlag := fs.String("links", "1,4,16", "how many links, or a list of counts run one after the other (ratios are to the smallest)")
 	rate := fs.Float64("rate", 1000, "tick rate of every link (Hz)")
 	duration := fs.Duration("duration", 10*time.Second, "how long each run lasts")
 	modelFlag := fs.String("model", string(loopbench.ModelThread), "thread: a loop on its own OS thread per link, as bridge run serves them; scheduler: one OS thread runs every link's deadlines, earliest first")
-	priority := fs.Int("priority", 80, "SCHED_FIFO priority of the loop threads (or of the scheduler's thread); 0 = normal")
-	dma := fs.Bool("dma-latency", true, "hold /dev/cpu_dma_latency at 0 during the runs, as cyclictest does")
 	stagger := fs.Bool("stagger", true, "scheduler model: spread the links' deadlines evenly over the period (false: every link on one grid); the thread model's loops start their grids as their threads start")
 	procsFlag := fs.String("gomaxprocs", "auto", "GOMAXPROCS during each run: auto = the CPUs plus one per locked thread, each loop and each real-time partner (a thread blocked in a system call keeps its P); 0 = the runtime's choice, as bridge run without [service] gomaxprocs; or a number")
-	cpu := fs.Int("cpu", -1, "pin every loop and its partner to this CPU and keep the process's other threads on the other CPUs (-1: no pinning)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	threshold := fs.Duration("threshold", time.Millisecond, "keep every tick later than this and attribute it (0 = off)")
 	withCT := fs.Bool("cyclictest", true, "run cyclictest concurrently (same priority, period and CPUs) to tell the machine's stalls from ours")
@@ -49,6 +47,10 @@ func benchLinks(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return fmt.Errorf("bridge bench links: -model: %w", err)
 	}
+	loop, err := loopFlags()
+	if err != nil {
+		return err
+	}
 	procs := loopbench.AutoGOMAXPROCS
 	if *procsFlag != "auto" {
 		if procs, err = strconv.Atoi(*procsFlag); err != nil || procs < 0 {
@@ -62,9 +64,9 @@ func benchLinks(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	var confine []int
-	if *cpu >= 0 {
-		if confine, err = realtime.AllowedCPUsBut(*cpu); err != nil {
-			return fmt.Errorf("bridge bench links: -cpu %d: %w", *cpu, err)
+	if cpu := *loop.CPU; cpu >= 0 {
+		if confine, err = realtime.AllowedCPUsBut(cpu); err != nil {
+			return fmt.Errorf("bridge bench links: -cpu %d: %w", cpu, err)
 		}
 	}
 	logger := logging.New(stderr, logging.Options{Format: "text", Level: slog.LevelWarn})
@@ -80,7 +82,7 @@ func benchLinks(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	var runs []loopbench.LinksRun
 	for _, n := range counts {
-		run, err := config.RunBenchLinks(ctx, n, *rate, config.LoopTable{Priority: *priority, CPU: cpu, DMALatency: dma}, loopbench.LinksConfig{
+		run, err := config.RunBenchLinks(ctx, n, *rate, loop, loopbench.LinksConfig{
 			Model: model, Duration: *duration, Stagger: *stagger, GOMAXPROCS: procs, Logger: logger, Confine: confine, Alongside: alongside, GC: realtime.DefaultGC(), Nice: *nice,
 			Stalls:    loopbench.StallConfig{Threshold: *threshold, Cyclictest: *withCT},
 			TracePath: loopbench.RunFile(*tracePath, n, len(counts)),

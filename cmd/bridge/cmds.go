@@ -197,15 +197,11 @@ func cmdPartner(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // benchLink is `bridge bench link`: one link with the simulated plant against
 // the built-in partner on loopback, reporting reply latency.
 func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench link", "bench link [-rate HZ] [-duration D] [-plant sim|emio] [-lead auto|D] [-spin auto|D] [-priority N] [-cpu N] [-dma-latency] [-threshold D] [-cyclictest] [-partner process|builtin|external] [-json]", stderr)
+	fs := newFlagSet("bench link", "bench link [-rate HZ] [-duration D] [-plant sim|emio] [-lead auto|D] [-spin auto|D] [-budget auto|D] [-priority N] [-cpu N] [-dma-latency] [-threshold D] [-cyclictest] [-partner process|builtin|external] [-json]", stderr)
 	rate := fs.Float64("rate", 1000, "tick rate (Hz)")
+	loopFlags := config.LoopFlags(fs, "bench link", true)
 	plantKind := fs.String("plant", "sim", "sim: in-memory motors (the link alone); emio: the Emio's servos simulated on a pseudo-terminal (the serial path, with a U2D2's 1 ms latency timer)")
-	lead := fs.String("lead", "auto", `how long before each deadline the loop wakes to measure: "auto" (learned) or a duration; "0s" sends as soon as measured`)
-	spin := fs.String("spin", "0s", `spin before each send: "auto" (learned), a duration, or "0s" (sleep only)`)
 	duration := fs.Duration("duration", 60*time.Second, "how long to run")
-	priority := fs.Int("priority", 80, "SCHED_FIFO priority of the loop thread (0 = normal)")
-	cpu := fs.Int("cpu", -1, "pin the loop thread to this CPU (-1 = no pinning)")
-	dma := fs.Bool("dma-latency", true, "hold /dev/cpu_dma_latency at 0 during the run, as cyclictest does")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	threshold := fs.Duration("threshold", time.Millisecond, "keep every tick later than this and attribute it (0 = off)")
 	withCyclictest := fs.Bool("cyclictest", true, "run cyclictest (Debian package rt-tests) concurrently, at the loop's priority and period on the CPUs it may run on, to tell the machine's stalls from ours")
@@ -229,12 +225,9 @@ func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *plantKind != "sim" && *plantKind != "emio" {
 		return fmt.Errorf("bridge bench link: -plant %q: want sim (in-memory motors) or emio (servos on a pseudo-terminal)", *plantKind)
 	}
-	loop := config.LoopTable{Priority: *priority, CPU: cpu, DMALatency: dma, Lead: new(config.AutoDuration)}
-	if err := loop.Lead.UnmarshalText([]byte(*lead)); err != nil {
-		return fmt.Errorf("bridge bench link: -lead %q: want auto or a duration such as 200us", *lead)
-	}
-	if err := loop.Spin.UnmarshalText([]byte(*spin)); err != nil {
-		return fmt.Errorf("bridge bench link: -spin %q: want auto or a duration such as 50us", *spin)
+	loop, err := loopFlags()
+	if err != nil {
+		return err
 	}
 	self, err := os.Executable()
 	if err != nil {
