@@ -18,7 +18,7 @@ const module = "github.com/labbridge/bridge"
 // a file written whole, a log line, the tap's wire format), imports no package of ours but another
 // leaf, and may be imported by any package. Sharing them is what they are
 // for; a copy of one elsewhere is a fact with two owners.
-var leaves = []string{"plant", "latency", "realtime", "framelock", "pty", "sdnotify", "fault", "logging", "matfile", "tap/payload", "internal/atomicfile"}
+var leaves = []string{"plant", "internal/latency", "realtime", "realtime/framelock", "internal/pty", "internal/sdnotify", "internal/fault", "internal/logging", "internal/matfile", "tap/payload", "internal/atomicfile"}
 
 // imports lists, for every package of the module that is not a leaf, the
 // packages of the module besides the leaves it may import directly
@@ -32,43 +32,43 @@ var imports = map[string][]string{
 	"deploy": {"dynamixel"},
 	// The service's installer: the files and the default configuration,
 	// and the U2D2 as its driver tells it among the ports; no loop.
-	"install": {".", "deploy", "dynamixel"},
+	"internal/install": {".", "deploy", "dynamixel"},
 	// Protocols and devices: the leaves and nothing else of ours.
 	"simulink":          {},
 	"dynamixel":         {},
 	"realsense":         {},
 	"realsense/tracker": {},
 	"meca500":           {},
-	"zmtp":              {},
+	"vrep/zmtp":         {},
 	// A V-REP scene speaks AZ, or the ZMQ remote API over ZMTP.
-	"vrep": {"zmtp"},
+	"vrep": {"vrep/zmtp"},
 	// … but a robot is made of devices, and a camera of a source and a
 	// tracker.
-	"emio":   {"dynamixel"},
-	"camera": {"realsense", "realsense/tracker"},
+	"emio":        {"dynamixel"},
+	"emio/camera": {"realsense", "realsense/tracker"},
 	// Simulators import what they simulate.
 	"dynamixel/dxlsim": {"dynamixel"},
 	"meca500/mecasim":  {},
-	"vrep/vrepsim":     {"zmtp"},
+	"vrep/vrepsim":     {"vrep/zmtp"},
 	// The scene's exchange measured: the scene, its simulator, the bench.
-	"vrep/vrepbench": {"loopbench", "vrep", "vrep/vrepsim"},
-	"sim":            {"emio", "camera", "dynamixel", "dynamixel/dxlsim", "realsense/tracker"},
+	"vrep/vrepbench": {"internal/loopbench", "vrep", "vrep/vrepsim"},
+	"emio/sim":       {"emio", "emio/camera", "dynamixel", "dynamixel/dxlsim", "realsense/tracker"},
 	// The loop, link and supervisor know no device and no configuration.
 	"bridge":  {"simulink"},
 	"metrics": {"simulink"},
 	// The status page takes its data through a function.
-	"statuspage": {},
-	"loopbench":  {"bridge", "simulink"},
+	"internal/statuspage": {},
+	"internal/loopbench":  {"bridge", "simulink"},
 	// The telemetry tap is a link's recorder: it takes the link's record.
 	"tap": {"bridge", "simulink"},
 	// The report of a recording reads the recorder's CSV files: nothing of
 	// ours (the status names are those of docs/tap.md §5).
-	"report": {},
+	"internal/report": {},
 	// The recorder reads taps: their payload (a leaf), nothing of the loop.
-	"record": {},
+	"internal/record": {},
 	// The configuration builds links: it may import every library.
-	"config": {".", "bridge", "camera", "dynamixel", "dynamixel/dxlsim", "emio", "meca500", "meca500/mecasim", "metrics",
-		"loopbench", "vrep", "vrep/vrepsim", "realsense", "realsense/tracker", "sim", "simulink", "statuspage", "tap"},
+	"internal/config": {".", "bridge", "emio/camera", "dynamixel", "dynamixel/dxlsim", "emio", "meca500", "meca500/mecasim", "metrics",
+		"internal/loopbench", "vrep", "vrep/vrepsim", "realsense", "realsense/tracker", "emio/sim", "simulink", "internal/statuspage", "tap"},
 	// Test support: headless Chromium for the tests that look at a page.
 	"internal/headless": {"internal/testutil"},
 	// Test support: waits, a shared buffer, and the switch that makes a
@@ -83,7 +83,7 @@ var imports = map[string][]string{
 // never lists what a protocol or device package may not depend on, even
 // through another package: the loop, the configuration, the metrics, the
 // simulators, the command.
-var never = []string{"bridge", "config", "metrics", "loopbench", "sim", "dynamixel/dxlsim", "meca500/mecasim", "vrep/vrepsim", "vrep/vrepbench", "cmd/bridge"}
+var never = []string{"bridge", "internal/config", "metrics", "internal/loopbench", "emio/sim", "dynamixel/dxlsim", "meca500/mecasim", "vrep/vrepsim", "vrep/vrepbench", "cmd/bridge"}
 
 // drivers may not depend on one another.
 var drivers = []string{"simulink", "dynamixel", "realsense", "realsense/tracker", "meca500", "vrep"}
@@ -150,7 +150,7 @@ func TestImportRules(t *testing.T) {
 		}
 	}
 	deps := goList(t, "-deps", "-f", "{{.ImportPath}}:{{join .Deps \" \"}}", "./...")
-	for _, pkg := range []string{"plant", "simulink", "zmtp", "dynamixel", "realsense", "realsense/tracker", "meca500", "vrep", "emio", "camera"} {
+	for _, pkg := range []string{"plant", "simulink", "vrep/zmtp", "dynamixel", "realsense", "realsense/tracker", "meca500", "vrep", "emio", "emio/camera"} {
 		for _, d := range deps[pkg] {
 			if slices.Contains(never, d) {
 				t.Errorf("%s depends on %s: a protocol or device package knows nothing of it", pkg, d)

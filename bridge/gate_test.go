@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/labbridge/bridge/latency"
+	"github.com/labbridge/bridge/internal/latency"
 	"github.com/labbridge/bridge/realtime"
 )
 

@@ -1,6 +1,6 @@
 package bridge
 
-import "github.com/labbridge/bridge/latency"
+import "github.com/labbridge/bridge/internal/latency"
 
 // quantileWindow estimates a high quantile of the last size to 2·size
 // samples (durations in ns) without allocating: two log-linear histograms,

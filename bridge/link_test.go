@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/labbridge/bridge/bridge"
+	"github.com/labbridge/bridge/emio/sim"
 	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/plant"
 	"github.com/labbridge/bridge/realtime"
-	"github.com/labbridge/bridge/sim"
 	"github.com/labbridge/bridge/simulink"
 )
 

@@ -16,7 +16,7 @@ import (
 	"go.bug.st/serial"
 	"go.bug.st/serial/enumerator"
 
-	"github.com/labbridge/bridge/pty"
+	"github.com/labbridge/bridge/internal/pty"
 )
 
 const u2d2ByID = "usb-FTDI_USB__-__Serial_Converter_FT66WCAW-if00-port0"

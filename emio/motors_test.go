@@ -10,8 +10,8 @@ import (
 	"github.com/labbridge/bridge/dynamixel"
 	"github.com/labbridge/bridge/dynamixel/dxlsim"
 	"github.com/labbridge/bridge/emio"
+	"github.com/labbridge/bridge/emio/sim"
 	"github.com/labbridge/bridge/plant"
-	"github.com/labbridge/bridge/sim"
 )
 
 // rig is the Emio plant on four simulated servos over the in-memory port.

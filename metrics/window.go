@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/labbridge/bridge/latency"
+	"github.com/labbridge/bridge/internal/latency"
 )
 
 // The lateness window: the largest send lateness and its quantiles over the

@@ -4,7 +4,7 @@ import (
 	"math"
 	"sync"
 
-	"github.com/labbridge/bridge/latency"
+	"github.com/labbridge/bridge/internal/latency"
 )
 
 // Clock sources of the receive timestamps in SendTimingStats.Clock.

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/labbridge/bridge/latency"
+	"github.com/labbridge/bridge/internal/latency"
 )
 
 // within reports whether got is within rel (relative) of want.

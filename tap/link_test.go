@@ -11,8 +11,8 @@ import (
 	"github.com/pion/rtp"
 
 	"github.com/labbridge/bridge/bridge"
+	"github.com/labbridge/bridge/emio/sim"
 	"github.com/labbridge/bridge/realtime"
-	"github.com/labbridge/bridge/sim"
 	"github.com/labbridge/bridge/simulink"
 	"github.com/labbridge/bridge/tap"
 	"github.com/labbridge/bridge/tap/payload"

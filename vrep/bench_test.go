@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/labbridge/bridge/latency"
+	"github.com/labbridge/bridge/internal/latency"
 	"github.com/labbridge/bridge/vrep"
 	"github.com/labbridge/bridge/vrep/vrepsim"
 )

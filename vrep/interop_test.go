@@ -17,7 +17,7 @@ import (
 	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/vrep"
 	"github.com/labbridge/bridge/vrep/vrepsim"
-	"github.com/labbridge/bridge/zmtp"
+	"github.com/labbridge/bridge/vrep/zmtp"
 )
 
 // The official Python client and the Go backend run the same scripted

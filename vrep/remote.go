@@ -13,7 +13,7 @@ import (
 	"github.com/fxamacker/cbor/v2"
 	"github.com/go-zeromq/zmq4"
 
-	"github.com/labbridge/bridge/zmtp"
+	"github.com/labbridge/bridge/vrep/zmtp"
 )
 
 // The ZMQ remote API (docs/vrep.md §4): a REQ socket, CBOR requests

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/labbridge/bridge/config"
+	"github.com/labbridge/bridge/internal/config"
 )
 
 // commands are the first words run accepts, for "did you mean".

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/labbridge/bridge/bridge"
-	"github.com/labbridge/bridge/config"
-	"github.com/labbridge/bridge/logging"
-	"github.com/labbridge/bridge/loopbench"
+	"github.com/labbridge/bridge/internal/config"
+	"github.com/labbridge/bridge/internal/logging"
+	"github.com/labbridge/bridge/internal/loopbench"
 	"github.com/labbridge/bridge/metrics"
 	"github.com/labbridge/bridge/realtime"
 )

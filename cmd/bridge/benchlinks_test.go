@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/labbridge/bridge/loopbench"
+	"github.com/labbridge/bridge/internal/loopbench"
 	"github.com/labbridge/bridge/realtime"
 )
 

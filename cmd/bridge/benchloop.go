@@ -7,8 +7,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/labbridge/bridge/config"
-	"github.com/labbridge/bridge/loopbench"
+	"github.com/labbridge/bridge/internal/config"
+	"github.com/labbridge/bridge/internal/loopbench"
 )
 
 // benchLoop is `bridge bench loop`: it measures the clock-master loop's

@@ -13,10 +13,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/labbridge/bridge/config"
 	"github.com/labbridge/bridge/emio"
-	"github.com/labbridge/bridge/logging"
-	"github.com/labbridge/bridge/loopbench"
+	"github.com/labbridge/bridge/internal/config"
+	"github.com/labbridge/bridge/internal/logging"
+	"github.com/labbridge/bridge/internal/loopbench"
 	"github.com/labbridge/bridge/realtime"
 	"github.com/labbridge/bridge/simulink"
 )

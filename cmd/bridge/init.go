@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/labbridge/bridge/config"
 	"github.com/labbridge/bridge/dynamixel"
 	"github.com/labbridge/bridge/internal/atomicfile"
+	"github.com/labbridge/bridge/internal/config"
 )
 
 // cmdConfig is `bridge config -print`: the configuration a bridge would run

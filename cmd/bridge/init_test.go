@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/labbridge/bridge/config"
+	"github.com/labbridge/bridge/internal/config"
 	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/realsense"
 )

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/labbridge/bridge/config"
 	"github.com/labbridge/bridge/dynamixel"
+	"github.com/labbridge/bridge/internal/config"
 	"github.com/labbridge/bridge/internal/testutil"
 )
 

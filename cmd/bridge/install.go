@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/labbridge/bridge/dynamixel"
-	"github.com/labbridge/bridge/install"
+	"github.com/labbridge/bridge/internal/install"
 )
 
 // cmdInstall is `bridge install`: the service of one robot (package

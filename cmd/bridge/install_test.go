@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/labbridge/bridge/dynamixel"
-	"github.com/labbridge/bridge/install"
+	"github.com/labbridge/bridge/internal/install"
 )
 
 func installCLI(t *testing.T, ports func() ([]dynamixel.PortInfo, error), args ...string) (string, string, error) {

@@ -17,10 +17,10 @@ import (
 	"time"
 
 	defaultconfig "github.com/labbridge/bridge"
+	"github.com/labbridge/bridge/internal/loopbench"
+	"github.com/labbridge/bridge/internal/statuspage"
 	"github.com/labbridge/bridge/internal/testutil"
-	"github.com/labbridge/bridge/loopbench"
 	"github.com/labbridge/bridge/realsense"
-	"github.com/labbridge/bridge/statuspage"
 )
 
 func runCLI(t *testing.T, args ...string) (int, string, string) {
@@ -64,7 +64,7 @@ func TestCheck(t *testing.T) {
 		t.Errorf("check bad: %d %q", code, stderr)
 	}
 	// A file of the earlier layout says what to rename.
-	if code, _, stderr := runCLI(t, "check", "-config", "../../config/testdata/bridge-0.toml"); code != 1 ||
+	if code, _, stderr := runCLI(t, "check", "-config", "../../internal/config/testdata/bridge-0.toml"); code != 1 ||
 		!strings.Contains(stderr, "rename the table [link.camera] to [link.plant.camera]") {
 		t.Errorf("check of the earlier layout: %d %q", code, stderr)
 	}

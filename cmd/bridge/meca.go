@@ -6,7 +6,7 @@ import (
 	"io"
 	"net"
 
-	"github.com/labbridge/bridge/config"
+	"github.com/labbridge/bridge/internal/config"
 	"github.com/labbridge/bridge/internal/console"
 	"github.com/labbridge/bridge/meca500/mecasim"
 )

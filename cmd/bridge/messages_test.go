@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	defaultconfig "github.com/labbridge/bridge"
-	"github.com/labbridge/bridge/config"
+	"github.com/labbridge/bridge/internal/config"
 )
 
 // Messages name the flag and what it accepts, before anything runs.

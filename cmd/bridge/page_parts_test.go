@@ -14,9 +14,9 @@ import (
 	"time"
 
 	defaultconfig "github.com/labbridge/bridge"
-	"github.com/labbridge/bridge/config"
-	"github.com/labbridge/bridge/logging"
-	"github.com/labbridge/bridge/statuspage"
+	"github.com/labbridge/bridge/internal/config"
+	"github.com/labbridge/bridge/internal/logging"
+	"github.com/labbridge/bridge/internal/statuspage"
 )
 
 // The status page of the default Emio link in the virtual lab: the loop's

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labbridge/bridge/internal/loopbench"
 	"github.com/labbridge/bridge/internal/testutil"
-	"github.com/labbridge/bridge/loopbench"
 	"github.com/labbridge/bridge/realtime"
 	"golang.org/x/sys/unix"
 )

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/labbridge/bridge/config"
-	"github.com/labbridge/bridge/record"
+	"github.com/labbridge/bridge/internal/config"
+	"github.com/labbridge/bridge/internal/record"
 )
 
 // cmdRecord is `bridge record`: receive the taps of one or many links and

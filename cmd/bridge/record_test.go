@@ -17,8 +17,8 @@ import (
 
 	"github.com/pion/rtp"
 
+	"github.com/labbridge/bridge/internal/record"
 	"github.com/labbridge/bridge/internal/testutil"
-	"github.com/labbridge/bridge/record"
 	"github.com/labbridge/bridge/tap/payload"
 )
 

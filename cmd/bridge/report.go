@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/labbridge/bridge/record"
-	"github.com/labbridge/bridge/report"
+	"github.com/labbridge/bridge/internal/record"
+	"github.com/labbridge/bridge/internal/report"
 )
 
 // pageError is a page that could not be written: the path and the

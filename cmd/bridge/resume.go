@@ -7,8 +7,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/labbridge/bridge/config"
-	"github.com/labbridge/bridge/statuspage"
+	"github.com/labbridge/bridge/internal/config"
+	"github.com/labbridge/bridge/internal/statuspage"
 )
 
 // cmdResume is `bridge resume LINK`: a person's go for a robot that latched a

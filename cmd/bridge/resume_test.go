@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/labbridge/bridge/statuspage"
+	"github.com/labbridge/bridge/internal/statuspage"
 )
 
 // bridge resume LINK posts to the running bridge's control endpoint and

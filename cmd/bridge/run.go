@@ -15,13 +15,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/labbridge/bridge/bridge"
-	"github.com/labbridge/bridge/config"
+	"github.com/labbridge/bridge/internal/config"
 	"github.com/labbridge/bridge/internal/console"
-	"github.com/labbridge/bridge/logging"
+	"github.com/labbridge/bridge/internal/logging"
+	"github.com/labbridge/bridge/internal/sdnotify"
+	"github.com/labbridge/bridge/internal/statuspage"
 	"github.com/labbridge/bridge/metrics"
 	"github.com/labbridge/bridge/realtime"
-	"github.com/labbridge/bridge/sdnotify"
-	"github.com/labbridge/bridge/statuspage"
 )
 
 // cmdRun is `bridge run` and, with simulate, `bridge sim`.

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/labbridge/bridge/config"
 	"github.com/labbridge/bridge/dynamixel"
 	"github.com/labbridge/bridge/dynamixel/dxlsim"
-	"github.com/labbridge/bridge/sim"
+	"github.com/labbridge/bridge/emio/sim"
+	"github.com/labbridge/bridge/internal/config"
 )
 
 // busFlags adds the serial flags of scan and ping to fs and returns how to

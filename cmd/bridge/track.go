@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/labbridge/bridge/camera"
+	"github.com/labbridge/bridge/emio/camera"
 	"github.com/labbridge/bridge/realsense"
 	"github.com/labbridge/bridge/realsense/tracker"
 	"github.com/labbridge/bridge/realtime"

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	defaultconfig "github.com/labbridge/bridge"
-	"github.com/labbridge/bridge/camera"
+	"github.com/labbridge/bridge/emio/camera"
 	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/realsense/tracker"
 )

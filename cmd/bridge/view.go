@@ -16,8 +16,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/labbridge/bridge/config"
-	"github.com/labbridge/bridge/statuspage"
+	"github.com/labbridge/bridge/internal/config"
+	"github.com/labbridge/bridge/internal/statuspage"
 )
 
 // statusLegend explains the status fields; `bridge run -help` and

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/labbridge/bridge/pty"
+	"github.com/labbridge/bridge/internal/pty"
 )
 
 // ErrServed is a second call to PTY.Serve, or Close after Serve.

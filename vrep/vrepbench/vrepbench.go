@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/labbridge/bridge/loopbench"
+	"github.com/labbridge/bridge/internal/loopbench"
 	"github.com/labbridge/bridge/vrep"
 	"github.com/labbridge/bridge/vrep/vrepsim"
 )

@@ -15,7 +15,7 @@ import (
 	"github.com/fxamacker/cbor/v2"
 	"github.com/go-zeromq/zmq4"
 
-	"github.com/labbridge/bridge/zmtp"
+	"github.com/labbridge/bridge/vrep/zmtp"
 )
 
 // Simulation states as sim.getSimulationState reports them.
