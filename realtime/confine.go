@@ -56,8 +56,9 @@ func AllowedCPUsBut(cpus ...int) ([]int, error) {
 // monitor, GC workers, the threads that hand a P to a locked thread, HTTP)
 // off those CPUs: a real-time thread that spins in the runtime waiting for
 // one of them can no longer be the reason it does not run
-// (docs/realtime.md §17). A thread that exits meanwhile is skipped. Errors
-// wrap ErrConfine and name the CPUs.
+// (docs/realtime.md §17). A thread that exits meanwhile is skipped, and so
+// is a SCHED_DEADLINE thread (an unpinned loop's, §18), whose affinity the
+// kernel does not let be narrowed. Errors wrap ErrConfine and name the CPUs.
 func Confine(cpus []int) error {
 	if len(cpus) == 0 {
 		return fmt.Errorf("%w: no CPU given", ErrConfine)
@@ -69,7 +70,15 @@ func Confine(cpus []int) error {
 		}
 		set.Set(c)
 	}
-	err := eachThread(func(tid int) error { return unix.SchedSetaffinity(tid, &set) })
+	err := eachThread(func(tid int) error {
+		err := unix.SchedSetaffinity(tid, &set)
+		if errors.Is(err, unix.EBUSY) {
+			if a, aerr := unix.SchedGetAttr(tid, 0); aerr == nil && a.Policy == unix.SCHED_DEADLINE {
+				return nil // an unpinned loop's: the kernel keeps a deadline thread's affinity whole
+			}
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("%w to CPUs %v: %w", ErrConfine, cpus, err)
 	}

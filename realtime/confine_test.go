@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -52,6 +53,9 @@ func TestConfine(t *testing.T) {
 	}
 	for _, e := range ents {
 		tid, _ := strconv.Atoi(e.Name())
+		if a, err := unix.SchedGetAttr(tid, 0); err == nil && a.Policy == unix.SCHED_DEADLINE {
+			continue // left alone (TestConfineLeavesDeadlineThreads): one still exiting
+		}
 		if got := threadCPUs(t, tid); !slices.Equal(got, keep) {
 			t.Errorf("thread %d may run on %v after Confine(%v)", tid, got, keep)
 		}
@@ -78,6 +82,58 @@ func TestConfine(t *testing.T) {
 	}
 	if !slices.Equal(s.self, []int{pinned}) {
 		t.Errorf("a thread that pinned itself to %d may run on %v", pinned, s.self)
+	}
+}
+
+// A SCHED_DEADLINE thread (an unpinned loop's) cannot have its affinity
+// narrowed: Confine leaves it and confines the rest.
+func TestConfineLeavesDeadlineThreads(t *testing.T) {
+	allowed, err := AllowedCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(allowed) < 2 {
+		t.Skipf("needs 2 CPUs to confine the process to one of them; this process may use %v", allowed)
+	}
+	if err := ProbeDeadline(10*time.Microsecond, time.Millisecond); err != nil {
+		t.Skipf("no SCHED_DEADLINE thread here to leave alone (%v): run as root or with CAP_SYS_NICE", err)
+	}
+	ready, stop, done := make(chan int), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread() // never unlocked: the thread is discarded with the goroutine
+		// 1 % of a CPU: admitted even beside another process's loops, which
+		// may hold most of the machine's deadline bandwidth.
+		th, _ := SetupThread(ThreadConfig{Priority: 1, CPU: -1, Budget: 10 * time.Microsecond, BudgetPeriod: time.Millisecond})
+		if th.Settings().Policy != "SCHED_DEADLINE" {
+			ready <- -1
+			<-stop
+			return
+		}
+		ready <- unix.Gettid()
+		<-stop
+	}()
+	tid := <-ready
+	if tid < 0 {
+		close(stop)
+		<-done
+		t.Skip("the machine's deadline bandwidth is taken by other processes' loops: no deadline thread to leave alone")
+	}
+	defer func() {
+		close(stop)
+		<-done
+		if err := Confine(allowed); err != nil {
+			t.Fatalf("giving the CPUs back: %v", err)
+		}
+	}()
+	if err := Confine(allowed[:1]); err != nil {
+		t.Fatalf("Confine(%v) with a deadline thread running: %v", allowed[:1], err)
+	}
+	if got := threadCPUs(t, tid); !slices.Equal(got, allowed) {
+		t.Errorf("the deadline thread may run on %v, want %v (left alone)", got, allowed)
+	}
+	if got := threadCPUs(t, unix.Gettid()); !slices.Equal(got, allowed[:1]) {
+		t.Errorf("this thread may run on %v after Confine(%v)", got, allowed[:1])
 	}
 }
 
