@@ -69,6 +69,9 @@ var imports = map[string][]string{
 	// The configuration builds links: it may import every library.
 	"internal/config": {".", "bridge", "emio/camera", "dynamixel", "dynamixel/dxlsim", "emio", "meca500", "meca500/mecasim", "metrics",
 		"internal/loopbench", "vrep", "vrep/vrepsim", "realsense", "realsense/tracker", "emio/sim", "simulink", "internal/statuspage", "tap"},
+	// The running bridge: the configuration's links supervised, the
+	// metrics server and its status page, systemd's notifications.
+	"internal/service": {"bridge", "internal/config", "internal/statuspage", "metrics"},
 	// Test support: headless Chromium for the tests that look at a page.
 	"internal/headless": {"internal/testutil"},
 	// Test support: waits, a shared buffer, and the switch that makes a
@@ -165,7 +168,7 @@ func TestImportRules(t *testing.T) {
 // cmdLines is the most non-test lines cmd/bridge may hold: it wires and
 // draws, and what it does besides belongs to a library. The aim is 1,500;
 // the bound only falls, as parts move out.
-const cmdLines = 2440
+const cmdLines = 2303
 
 // cmd/bridge does not grow back.
 func TestCmdStaysThin(t *testing.T) {

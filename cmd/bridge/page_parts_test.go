@@ -42,7 +42,7 @@ func TestStatusPageParts(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	base := fmt.Sprintf("http://%v", a.server.Addr())
+	base := fmt.Sprintf("http://%v", a.MetricsAddr())
 
 	// Until the camera has tracked frames and every servo's temperature
 	// was read (one register every few ticks): however loaded the machine,

@@ -2,26 +2,21 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/labbridge/bridge/bridge"
 	"github.com/labbridge/bridge/internal/config"
 	"github.com/labbridge/bridge/internal/console"
 	"github.com/labbridge/bridge/internal/logging"
 	"github.com/labbridge/bridge/internal/sdnotify"
-	"github.com/labbridge/bridge/internal/statuspage"
-	"github.com/labbridge/bridge/metrics"
-	"github.com/labbridge/bridge/realtime"
+	"github.com/labbridge/bridge/internal/service"
 )
 
 // cmdRun is `bridge run` and, with simulate, `bridge sim`.
@@ -98,8 +93,8 @@ func runConfig(ctx context.Context, cfg *config.Config, from string, simulate, e
 		a.term = term
 	}
 	a.notify = sdnotify.New(os.Getenv("NOTIFY_SOCKET"))
-	fmt.Fprintf(stdout, "bridge %s: %s, %d link(s), simulated devices: %v\n", version, from, len(a.links), cfg.Simulated())
-	a.describe(stdout)
+	fmt.Fprintf(stdout, "bridge %s: %s, %d link(s), simulated devices: %v\n", version, from, len(a.Links()), cfg.Simulated())
+	a.Describe(stdout)
 	if !simulate {
 		fmt.Fprintln(stdout, "waiting for a Simulink host: start the model now (Ctrl-C stops the bridge)")
 	}
@@ -107,10 +102,10 @@ func runConfig(ctx context.Context, cfg *config.Config, from string, simulate, e
 		// What is injected is logged, so it shows above the status rows,
 		// in the journal and on the page beside what it caused.
 		con, err := console.Start(ctx, console.Config{Name: "bridge sim", Out: logWriter{logger}, Addr: control,
-			Apply:  func(w []string) (string, error) { return config.Control(a.links, w) },
-			Status: func() string { s, _ := config.Control(a.links, []string{"status"}); return s }})
+			Apply:  func(w []string) (string, error) { return config.Control(a.Links(), w) },
+			Status: func() string { s, _ := config.Control(a.Links(), []string{"status"}); return s }})
 		if err != nil {
-			a.close()
+			a.Close()
 			return err
 		}
 		defer con.Stop()
@@ -138,88 +133,26 @@ func termWidth(w io.Writer) (int, bool) {
 
 func isTerminal(w io.Writer) bool { _, ok := termWidth(w); return ok }
 
-// app is a wired bridge: the built links under one supervisor, with the
-// metrics server.
+// app is a wired bridge (service.Service) and, on a terminal, its status
+// view.
 type app struct {
-	logger *slog.Logger
-	links  []*config.Built
-	sup    *bridge.Supervisor
-	server *metrics.Server
+	*service.Service
 	notify *sdnotify.Notifier
 	term   *termView // the status view's terminal; nil when stdout is not one
 }
 
-// wire builds every link of cfg and the supervisor that runs them. Nothing
-// runs until serve, except simulated devices. from, where cfg came from, is
-// for the status page of the metrics server.
+// wire builds every link of cfg and the supervisor that runs them
+// (service.New).
 func wire(cfg *config.Config, from string, env config.Env, metricsAddr string) (*app, error) {
-	if env.Logger == nil {
-		env.Logger = slog.New(slog.DiscardHandler)
-	}
-	ring := logging.RingOf(env.Logger)
-	if ring == nil && metricsAddr != "" {
-		ring = &logging.Ring{}
-		env.Logger = slog.New(logging.WithRing(env.Logger.Handler(), ring))
-	}
-	cfg.SetUpProcess(env.Partner, env.Logger)
-	a := &app{logger: env.Logger, sup: bridge.NewSupervisor(bridge.SupervisorConfig{Logger: env.Logger})}
-	reg := metrics.NewRegistry()
-	set, err := metrics.New(reg, metrics.ThisBuild(version))
+	s, err := service.New(cfg, from, version, env, metricsAddr)
 	if err != nil {
 		return nil, err
 	}
-	env.Metrics, env.Clock = set, realtime.NewClock()
-	if env.Home == "" {
-		env.Home, _ = os.UserHomeDir()
-	}
-	if a.links, err = cfg.Supervise(env, a.sup); err != nil {
-		return nil, err
-	}
-	if metricsAddr != "" {
-		page := statuspage.New(statuspage.Config{
-			Snapshot:  config.PageSnapshot(a.links, ring, version, from, time.Now()),
-			Thumbnail: config.Thumbnails(a.links),
-			Resume:    a.sup.Resume,
-		})
-		if a.server, err = metrics.ListenWith(metricsAddr, reg, a.sup.Health, page, env.Logger); err != nil {
-			a.close()
-			return nil, err
-		}
-		if err := a.sup.Add("metrics", a.server); err != nil {
-			a.close()
-			return nil, err
-		}
-	}
-	return a, nil
+	return &app{Service: s}, nil
 }
-
-// close releases every link; after serve, or instead of it.
-func (a *app) close() {
-	for _, b := range a.links {
-		if err := b.Close(); err != nil {
-			a.logger.Warn("closing a link", "link", b.Config.Name, "err", err)
-		}
-	}
-	if a.server != nil {
-		a.server.Close()
-	}
-}
-
-// describe says where each link sends and waits.
-func (a *app) describe(w io.Writer) {
-	for _, b := range a.links {
-		fmt.Fprintln(w, b.Describe())
-	}
-	if a.server != nil {
-		fmt.Fprintf(w, "metrics: http://%v/metrics\n", a.server.Addr())
-	}
-}
-
-// readyTicks is how many ticks every link runs before READY=1.
-const readyTicks = 10
 
 // serve runs the app until ctx is done (or duration elapses when > 0), with a
-// live status view on a terminal and systemd's notifications under systemd.
+// live status view on a terminal, then prints each link's last status.
 func (a *app) serve(ctx context.Context, stdout io.Writer, duration time.Duration) error {
 	ctx, cancel := withDuration(ctx, duration)
 	defer cancel()
@@ -228,44 +161,16 @@ func (a *app) serve(ctx context.Context, stdout io.Writer, duration time.Duratio
 	if a.term != nil {
 		wg.Go(func() { a.view(viewCtx, a.term) })
 	}
-	if a.notify != nil && a.notify.Enabled() {
-		life := &sdnotify.Lifecycle{
-			N:        a.notify,
-			Watchdog: sdnotify.WatchdogInterval(os.Getenv("WATCHDOG_USEC"), os.Getenv("WATCHDOG_PID"), os.Getpid()),
-			Ready: func() (bool, string) {
-				return a.sup.Ticking(readyTicks), config.ServiceStatus(a.links)
-			},
-			Alive:  a.sup.Progress(),
-			Status: func() string { return config.ServiceStatus(a.links) },
-		}
-		wg.Go(func() {
-			if err := life.Serve(viewCtx); err != nil {
-				a.logger.Warn("systemd notification failed", "err", err)
-			}
-		})
-	}
-	// Collect what building the links left behind now, before any loop
-	// ticks: the next collection then comes minutes later, not in the
-	// first seconds, where its stop-the-world pauses would delay sends.
-	runtime.GC()
-	said := context.AfterFunc(ctx, func() {
-		why := "the -duration elapsed"
-		if c := context.Cause(ctx); !errors.Is(c, context.DeadlineExceeded) && c != nil {
-			why = c.Error()
-		}
-		a.logger.Info("stopping ("+why+"): halting every link", "event", "stop", "cause", why)
-	})
-	defer said()
-	err := a.sup.Serve(ctx)
+	err := a.Serve(ctx, a.notify)
 	stopView()
 	wg.Wait()
-	for _, b := range a.links {
+	for _, b := range a.Links() {
 		fmt.Fprintln(stdout, statusLine(b))
 		for _, s := range b.Summary() {
 			fmt.Fprintf(stdout, "  %s\n", s)
 		}
 	}
-	a.close()
+	a.Close()
 	return err
 }
 

@@ -338,8 +338,8 @@ func (a *app) view(ctx context.Context, t *termView) {
 	signal.Notify(winch, syscall.SIGWINCH)
 	defer signal.Stop(winch)
 	t.run(ctx, winch, 250*time.Millisecond, func(cols int) []string {
-		snaps := make([]linkRow, len(a.links))
-		for i, b := range a.links {
+		snaps := make([]linkRow, len(a.Links()))
+		for i, b := range a.Links() {
 			snaps[i] = snapshot(b)
 		}
 		return blockRows(snaps, cols)

@@ -118,39 +118,17 @@ func controlScene(ctx context.Context, scene vrepsim.Controlled, addr string, co
 // same scene in the same run.
 func benchVREP(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench vrep", "bench vrep [-protocol az|zmq] [-address HOST:PORT] [-rate HZ] [-duration D] [-json]", stderr)
-	protocol := fs.String("protocol", "az", `"az" or "zmq"`)
-	address := fs.String("address", "", "the scene to measure; empty: a simulated scene in this process")
-	rate := fs.Float64("rate", 0, "exchanges per second (0 = back to back)")
-	duration := fs.Duration("duration", 10*time.Second, "how long to run")
-	count := fs.Uint64("count", 0, "stop after this many exchanges (0 = -duration decides)")
-	timeout := fs.Duration("timeout", time.Second, "one exchange's timeout")
-	untilRefused := fs.Bool("until-exhausted", false, "az: stop at the first connect that fails for want of a local port (TIME_WAIT exhaustion)")
-	seed := fs.String("seed", "", "az: the seed document; also run its Python client against the same scene, as many exchanges")
+	readFlags := vrepbench.Flags(fs)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	stepOnly := fs.Bool("step-only", false, "zmq: time sim.step alone, in lock step, instead of a whole tick")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	proto, err := vrep.ParseProtocol(*protocol)
-	if err != nil || *rate < 0 || *duration <= 0 {
-		fmt.Fprintf(stderr, "bridge bench vrep: -protocol %q -rate %v -duration %v: want az or zmq, a rate ≥ 0 and a duration > 0\n", *protocol, *rate, *duration)
+	cfg, err := readFlags()
+	if err != nil {
+		fmt.Fprintln(stderr, err)
 		return errUsage
 	}
-	if *stepOnly && proto != vrep.ZMQ {
-		fmt.Fprintln(stderr, "bridge bench vrep: -step-only times sim.step: -protocol zmq")
-		return errUsage
-	}
-	if *seed != "" && proto != vrep.AZ {
-		fmt.Fprintln(stderr, "bridge bench vrep: -seed runs the seed's AZ client: -protocol az")
-		return errUsage
-	}
-	if *seed != "" {
-		if _, err := os.Stat(*seed); err != nil {
-			return fmt.Errorf("bridge bench vrep: -seed: %w", err)
-		}
-	}
-	res, err := vrepbench.Run(ctx, vrepbench.Config{Protocol: proto, Address: *address, Rate: *rate, Duration: *duration, Count: *count,
-		Timeout: *timeout, UntilExhausted: *untilRefused, StepOnly: *stepOnly, Seed: *seed})
+	res, err := vrepbench.Run(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("bridge bench vrep: %w", err)
 	}

@@ -66,6 +66,29 @@ type PartnerFlags struct {
 	ReplyDelay                          time.Duration
 }
 
+// DefaultPartnerFlags are bridge partner's defaults: the Emio's shape (one
+// marker, four motors) at 30 Hz, holding.
+func DefaultPartnerFlags() PartnerFlags {
+	return PartnerFlags{NbMarkers: 1, Motors: 4, Rate: 30, Controller: "hold", Amplitude: 0.2, Frequency: 0.5}
+}
+
+// Declare declares f's flags on fs, with f's values as their defaults.
+func (f *PartnerFlags) Declare(fs *flag.FlagSet) {
+	fs.IntVar(&f.NbMarkers, "nb_markers", f.NbMarkers, "markers per measurement")
+	fs.IntVar(&f.Motors, "motors", f.Motors, "commands per reply")
+	fs.Float64Var(&f.Rate, "rate", f.Rate, "tick rate of the bridge (Hz), for the sine and the rate limiter")
+	fs.StringVar(&f.Controller, "controller", f.Controller, "hold, constant, sine or jacobian (jacobian and parameters: use -config)")
+	fs.StringVar(&f.U, "u", f.U, "constant: comma-separated command (rad)")
+	fs.Float64Var(&f.Amplitude, "amplitude", f.Amplitude, "sine: amplitude (rad)")
+	fs.Float64Var(&f.Frequency, "frequency", f.Frequency, "sine: frequency (Hz)")
+	fs.Float64Var(&f.Drop, "drop", f.Drop, "fault: probability of dropping a reply")
+	fs.Float64Var(&f.Duplicate, "duplicate", f.Duplicate, "fault: probability of duplicating a reply")
+	fs.Float64Var(&f.Reorder, "reorder", f.Reorder, "fault: probability of swapping a reply with the next")
+	fs.Float64Var(&f.WrongSize, "wrong-size", f.WrongSize, "fault: probability of a reply one value short or long")
+	fs.DurationVar(&f.ReplyDelay, "reply-delay", f.ReplyDelay, "fault: delay every reply by this much")
+	fs.DurationVar(&f.Duration, "duration", f.Duration, "stop after this long (0 = until SIGINT/SIGTERM)")
+}
+
 // Check refuses values that cannot work, naming the flag and what it
 // accepts.
 func (f *PartnerFlags) Check() error {

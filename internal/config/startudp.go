@@ -1,6 +1,7 @@
 package config
 
 import (
+	"flag"
 	"fmt"
 	"net/netip"
 	"time"
@@ -21,6 +22,20 @@ type StartUDP struct {
 // DefaultStartUDP are emioapi's defaults.
 func DefaultStartUDP() StartUDP {
 	return StartUDP{30, 1, "plan", "y", "127.0.0.1", simulink.DefaultRemotePort, simulink.DefaultLocalPort, simulink.DefaultBindPort, 0.1}
+}
+
+// Declare declares emioapi's startUDP flags on fs, with f's values as their
+// defaults.
+func (f *StartUDP) Declare(fs *flag.FlagSet) {
+	fs.IntVar(&f.FPS, "fps", f.FPS, "frames (ticks) per second: 30, 60 or 90, as the camera accepts")
+	fs.IntVar(&f.NbMarkers, "nb_markers", f.NbMarkers, "markers tracked; must equal the Simulink model's mask value")
+	fs.StringVar(&f.Side, "side", f.Side, "marker frame: top, front or plan")
+	fs.StringVar(&f.Sort, "sort", f.Sort, "marker order: y or z")
+	fs.StringVar(&f.RemoteIP, "remote_ip", f.RemoteIP, "Simulink host")
+	fs.IntVar(&f.RemotePort, "remote_port", f.RemotePort, "Simulink's UDP Receive port")
+	fs.IntVar(&f.LocalPort, "local_port", f.LocalPort, "port replies arrive on")
+	fs.IntVar(&f.BindPort, "bind_port", f.BindPort, "source port of measurements (the models accept only 9090)")
+	fs.Float64Var(&f.RecvTimeout, "recv_timeout", f.RecvTimeout, "reply timeout in seconds")
 }
 
 // ApplyStartUDP sets the first link, which must drive an Emio, from
