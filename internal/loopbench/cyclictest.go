@@ -239,7 +239,8 @@ func (h Histogram) Stats() Stats {
 	}
 	s.Min, s.Max = us(first), us(last)
 	if n := counted + h.Overflows; n > 0 {
-		s.Mean = time.Duration(math.Round(sum / float64(n) * float64(time.Microsecond)))
+		// Rounding in the float sum must not carry the mean past an end.
+		s.Mean = min(max(time.Duration(math.Round(sum/float64(n)*float64(time.Microsecond))), s.Min), s.Max)
 	}
 	if h.HasSummary {
 		s.Max = max(s.Max, h.Max)
@@ -311,7 +312,9 @@ func ParseHistfile(r io.Reader) (Histogram, error) {
 					return bad(err.Error())
 				}
 				for _, v := range ov {
-					h.Overflows += v
+					if h.Overflows, ok = addCount(h.Overflows, v); !ok {
+						return bad("the overflow counts do not fit 64 bits")
+					}
 				}
 				continue
 			default:
@@ -355,9 +358,15 @@ func ParseHistfile(r io.Reader) (Histogram, error) {
 		top = max(top, row[0])
 	}
 	h.Counts = make([]uint64, top+1)
+	total := h.Overflows
 	for _, row := range rows {
 		for _, c := range row[1 : 1+h.Threads] {
 			h.Counts[row[0]] += c
+			var ok bool
+			// The total bounds every bucket, so one check covers both.
+			if total, ok = addCount(total, c); !ok {
+				return Histogram{}, fmt.Errorf("%w: bucket %d: the counts do not fit 64 bits", ErrHistfile, row[0])
+			}
 		}
 	}
 	if len(mins) > 0 && len(avgs) > 0 && len(maxs) > 0 {
@@ -374,6 +383,12 @@ func ParseHistfile(r io.Reader) (Histogram, error) {
 		h.Avg = time.Duration(math.Round(sum / float64(len(avgs)) * float64(time.Microsecond)))
 	}
 	return h, nil
+}
+
+// addCount returns a+b, and false when the sum does not fit a uint64.
+func addCount(a, b uint64) (uint64, bool) {
+	sum := a + b
+	return sum, sum >= a
 }
 
 // parseUints appends the whitespace-separated unsigned integers of s to dst.
