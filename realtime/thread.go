@@ -201,16 +201,7 @@ func SetupThread(cfg ThreadConfig) (*Thread, []error) {
 		}
 	}
 	if cfg.Budget > 0 {
-		runtime, period := deadlineSlice(cfg.Budget, cfg.BudgetPeriod)
-		attr := unix.SchedAttr{
-			Policy:   unix.SCHED_DEADLINE,
-			Runtime:  uint64(runtime),
-			Deadline: uint64(period),
-			Period:   uint64(period),
-			// A child process must not inherit the policy (and a deadline
-			// thread could not fork without this flag).
-			Flags: unix.SCHED_FLAG_RESET_ON_FORK | unix.SCHED_FLAG_RECLAIM,
-		}
+		attr := deadlineAttr(cfg.Budget, cfg.BudgetPeriod)
 		if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
 			warn(fmt.Sprintf("SCHED_DEADLINE budget %v every %v", cfg.Budget, cfg.BudgetPeriod), deadlineFix(err, cfg.Priority), err)
 		} else {
@@ -272,9 +263,7 @@ func ProbeDeadline(budget, period time.Duration) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
-		r, p := deadlineSlice(budget, period)
-		attr := unix.SchedAttr{Policy: unix.SCHED_DEADLINE, Runtime: uint64(r), Deadline: uint64(p), Period: uint64(p),
-			Flags: unix.SCHED_FLAG_RESET_ON_FORK | unix.SCHED_FLAG_RECLAIM}
+		attr := deadlineAttr(budget, period)
 		if err := unix.SchedSetAttr(0, &attr, 0); err != nil {
 			errc <- &SetupError{Setting: fmt.Sprintf("SCHED_DEADLINE budget %v every %v", budget, period), Fix: deadlineFix(err, 0), Err: err}
 			return
@@ -282,6 +271,22 @@ func ProbeDeadline(budget, period time.Duration) error {
 		errc <- nil
 	}()
 	return <-errc
+}
+
+// deadlineAttr is the SCHED_DEADLINE reservation of budget every period,
+// applied over deadlineSlice, as SetupThread and ProbeDeadline ask for it.
+func deadlineAttr(budget, period time.Duration) unix.SchedAttr {
+	runtime, slice := deadlineSlice(budget, period)
+	return unix.SchedAttr{
+		Policy:   unix.SCHED_DEADLINE,
+		Runtime:  uint64(runtime),
+		Deadline: uint64(slice),
+		Period:   uint64(slice),
+		// A child process must not inherit the policy (and a deadline
+		// thread could not fork without RESET_ON_FORK); RECLAIM lets a slow
+		// tick use bandwidth the other deadline threads leave idle.
+		Flags: unix.SCHED_FLAG_RESET_ON_FORK | unix.SCHED_FLAG_RECLAIM,
+	}
 }
 
 // deadlineFix says what a refused SCHED_DEADLINE reservation needs; the

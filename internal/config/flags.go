@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -156,23 +155,27 @@ func LoopFlags(fs *flag.FlagSet, cmd string, gate bool) func() (LoopTable, error
 	priority := fs.Int("priority", 80, "SCHED_FIFO priority of the loop threads (the scheduler model's one thread); 0 = normal")
 	cpu := fs.Int("cpu", -1, "pin every loop and its partner to this CPU and keep the process's other threads on the other CPUs (-1: no pinning)")
 	dma := fs.Bool("dma-latency", true, "hold /dev/cpu_dma_latency at 0 during the runs, as cyclictest does")
-	texts := map[string]*string{
-		"budget": fs.String("budget", "auto", `unpinned loops and their partners: SCHED_DEADLINE CPU time per period, "auto" (shared, as bridge run does) or a duration; "0s" = SCHED_FIFO at -priority`),
-	}
+	budget := fs.String("budget", "0s", `unpinned loops and their partners: SCHED_DEADLINE CPU time per period, "auto" (shared, as loop.budget = "auto" does) or a duration; "0s" = SCHED_FIFO at -priority`)
+	var lead, spin *string
 	if gate {
-		texts["lead"] = fs.String("lead", "auto", `how long before each deadline the loop wakes to measure: "auto" (learned) or a duration; "0s" sends as soon as measured`)
-		texts["spin"] = fs.String("spin", "0s", `spin before each send: "auto" (learned), a duration, or "0s" (sleep only)`)
+		lead = fs.String("lead", "auto", `how long before each deadline the loop wakes to measure: "auto" (learned) or a duration; "0s" sends as soon as measured`)
+		spin = fs.String("spin", "0s", `spin before each send: "auto" (learned), a duration, or "0s" (sleep only)`)
 	}
 	return func() (LoopTable, error) {
 		loop := LoopTable{Priority: *priority, CPU: cpu, DMALatency: dma, Budget: new(AutoDuration)}
-		into := map[string]*AutoDuration{"budget": loop.Budget}
+		read := func(name string, text *string, into *AutoDuration) error {
+			if err := into.UnmarshalText([]byte(*text)); err != nil {
+				return fmt.Errorf("bridge %s: -%s %q: want auto or a duration such as 100us", cmd, name, *text)
+			}
+			return nil
+		}
+		if err := read("budget", budget, loop.Budget); err != nil {
+			return LoopTable{}, err
+		}
 		if gate {
 			loop.Lead = new(AutoDuration)
-			into["lead"], into["spin"] = loop.Lead, &loop.Spin
-		}
-		for _, name := range slices.Sorted(maps.Keys(texts)) {
-			if err := into[name].UnmarshalText([]byte(*texts[name])); err != nil {
-				return LoopTable{}, fmt.Errorf("bridge %s: -%s %q: want auto or a duration such as 100us", cmd, name, *texts[name])
+			if err := errors.Join(read("lead", lead, loop.Lead), read("spin", spin, &loop.Spin)); err != nil {
+				return LoopTable{}, err
 			}
 		}
 		return loop, nil
