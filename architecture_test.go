@@ -58,6 +58,8 @@ var imports = map[string][]string{
 	"metrics": {"simulink"},
 	// The status page takes its data through a function.
 	"internal/statuspage": {},
+	// The terminal's status rows are drawn from the page's snapshot of a link.
+	"internal/termview": {"internal/statuspage"},
 	"internal/loopbench":  {"bridge", "simulink"},
 	// The telemetry tap is a link's recorder: it takes the link's record.
 	"tap": {"bridge", "simulink"},
@@ -168,7 +170,7 @@ func TestImportRules(t *testing.T) {
 // cmdLines is the most non-test lines cmd/bridge may hold: it wires and
 // draws, and what it does besides belongs to a library. The aim is 1,500;
 // the bound only falls, as parts move out.
-const cmdLines = 2303
+const cmdLines = 1939
 
 // cmd/bridge does not grow back.
 func TestCmdStaysThin(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"github.com/labbridge/bridge/internal/config"
 	"github.com/labbridge/bridge/internal/logging"
 	"github.com/labbridge/bridge/internal/loopbench"
+	"github.com/labbridge/bridge/internal/termview"
 	"github.com/labbridge/bridge/realtime"
 	"github.com/labbridge/bridge/simulink"
 )
@@ -115,7 +116,7 @@ func cmdPartner(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// Always present, so that SIGUSR1 can pause the partner like a stopped
 	// Simulink model.
 	faults := &simulink.Faults{Drop: pf.Drop, Duplicate: pf.Duplicate, Reorder: pf.Reorder, WrongSize: pf.WrongSize, Delay: pf.ReplyDelay, Seed: *seed}
-	logger := logging.New(stderr, logging.Options{Format: "auto", Level: slog.LevelInfo, Terminal: isTerminal(stderr)})
+	logger := logging.New(stderr, logging.Options{Format: "auto", Level: slog.LevelInfo, Terminal: termview.IsTerminal(stderr)})
 	p, err := simulink.NewPartner(simulink.PartnerConfig{
 		Listen: listen.addr(), Accept: accept.addr(), ReplyTo: replyTo.addr(), MeasureLen: dims.MeasureLen, CommandLen: dims.CommandLen,
 		Delay: *delay, Controller: ctl, Faults: faults, Logger: logger, Priority: max(*priority, 0), Pin: *cpu >= 0, CPU: *cpu,

@@ -314,3 +314,16 @@ func TestCamerasCommand(t *testing.T) {
 		t.Errorf("cameras: exit %d\n%s%s", code, out, stderr)
 	}
 }
+
+// `bridge run -help` and `bridge sim -help` explain the status fields.
+func TestHelpLegend(t *testing.T) {
+	for _, sim := range []bool{false, true} {
+		var stdout, stderr strings.Builder
+		cmdRun(context.Background(), []string{"-help"}, &stdout, &stderr, sim)
+		for _, f := range []string{"state", "ok 99.6%", "ok N/M", "timeout", "desync", "reconn", "rtt", "late", "drop", "overrun", "cmd ["} {
+			if !strings.Contains(stderr.String(), "\n  "+f) {
+				t.Errorf("sim=%v: -help does not explain %q:\n%s", sim, f, stderr.String())
+			}
+		}
+	}
+}

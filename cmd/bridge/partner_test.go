@@ -14,10 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/labbridge/bridge/internal/loopbench"
 	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/realtime"
-	"golang.org/x/sys/unix"
 )
 
 // lastLine returns the last non-empty line of out.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/labbridge/bridge/internal/config"
 	"github.com/labbridge/bridge/internal/record"
+	"github.com/labbridge/bridge/internal/termview"
 )
 
 // cmdRecord is `bridge record`: receive the taps of one or many links and
@@ -79,7 +80,7 @@ func cmdRecord(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		err = rec.Serve(ctx, conn, func(e error) { badMu.Lock(); lastBad = e; badMu.Unlock() })
 		cancel()
 	})
-	term := isTerminal(stderr)
+	term := termview.IsTerminal(stderr)
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	for done := false; !done; {

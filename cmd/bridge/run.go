@@ -10,13 +10,12 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/labbridge/bridge/internal/config"
 	"github.com/labbridge/bridge/internal/console"
 	"github.com/labbridge/bridge/internal/logging"
 	"github.com/labbridge/bridge/internal/sdnotify"
 	"github.com/labbridge/bridge/internal/service"
+	"github.com/labbridge/bridge/internal/termview"
 )
 
 // cmdRun is `bridge run` and, with simulate, `bridge sim`.
@@ -37,7 +36,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, simula
 		fs.StringVar(&control, "control", "", "serve fault injection into the simulated devices on this `address`, like 127.0.0.1:9320: POST /fault/LINK with a body such as \"camera unplug\", \"servos plug\", \"estop\" or \"stop\"; GET /status")
 	}
 	usage := fs.Usage // then the status fields' legend
-	fs.Usage = func() { usage(); fmt.Fprint(stderr, statusLegend) }
+	fs.Usage = func() { usage(); fmt.Fprint(stderr, termview.Legend) }
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -65,18 +64,18 @@ func runConfig(ctx context.Context, cfg *config.Config, from string, simulate, e
 	metricsAddr := metrics.resolve(cfg.Service.Metrics)
 	// On a terminal, say at once that the slow build runs, and write the
 	// log lines above the status block rather than into it.
-	var term *termView
+	var term *termview.View
 	logOut := stderr
-	if isTerminal(stdout) {
-		term = newTermView(stdout, stderr)
-		if sameTerminal(stdout, stderr) {
+	if termview.IsTerminal(stdout) {
+		term = termview.New(stdout, stderr)
+		if termview.SameTerminal(stdout, stderr) {
 			logOut = term
 		}
-		term.show([]string{"building the links…"})
+		term.Show([]string{"building the links…"})
 	}
 	// On a terminal a person reads short lines, above the status rows; the
 	// status page shows the last warnings and errors, from here on.
-	o := logging.Options{Format: cfg.Service.LogFormat, Level: cfg.Service.Level(), Terminal: isTerminal(stderr)}
+	o := logging.Options{Format: cfg.Service.LogFormat, Level: cfg.Service.Level(), Terminal: termview.IsTerminal(stderr)}
 	if f, ok := stderr.(*os.File); ok && logging.Attached(f, os.Getenv("JOURNAL_STREAM")) {
 		o.Journal, logOut = true, stderr
 	}
@@ -89,7 +88,7 @@ func runConfig(ctx context.Context, cfg *config.Config, from string, simulate, e
 		return err
 	}
 	if term != nil {
-		term.detach()
+		term.Detach()
 		a.term = term
 	}
 	a.notify = sdnotify.New(os.Getenv("NOTIFY_SOCKET"))
@@ -121,24 +120,12 @@ func (w logWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// termWidth is the width of w in columns when w is a terminal.
-func termWidth(w io.Writer) (int, bool) {
-	f, ok := w.(*os.File)
-	if !ok {
-		return 0, false
-	}
-	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
-	return int(ws.Col), err == nil
-}
-
-func isTerminal(w io.Writer) bool { _, ok := termWidth(w); return ok }
-
 // app is a wired bridge (service.Service) and, on a terminal, its status
 // view.
 type app struct {
 	*service.Service
 	notify *sdnotify.Notifier
-	term   *termView // the status view's terminal; nil when stdout is not one
+	term   *termview.View // the status view's terminal; nil when stdout is not one
 }
 
 // wire builds every link of cfg and the supervisor that runs them
@@ -159,13 +146,21 @@ func (a *app) serve(ctx context.Context, stdout io.Writer, duration time.Duratio
 	var wg sync.WaitGroup
 	viewCtx, stopView := context.WithCancel(ctx)
 	if a.term != nil {
-		wg.Go(func() { a.view(viewCtx, a.term) })
+		wg.Go(func() {
+			a.term.Watch(viewCtx, 250*time.Millisecond, func(cols int) []string {
+				rows := make([]termview.Row, len(a.Links()))
+				for i, b := range a.Links() {
+					rows[i] = termview.RowOf(b.Page())
+				}
+				return termview.Block(rows, cols)
+			})
+		})
 	}
 	err := a.Serve(ctx, a.notify)
 	stopView()
 	wg.Wait()
 	for _, b := range a.Links() {
-		fmt.Fprintln(stdout, statusLine(b))
+		fmt.Fprintln(stdout, termview.RowOf(b.Page()).Line())
 		for _, s := range b.Summary() {
 			fmt.Fprintf(stdout, "  %s\n", s)
 		}

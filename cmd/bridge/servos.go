@@ -15,6 +15,7 @@ import (
 	"github.com/labbridge/bridge/dynamixel/dxlsim"
 	"github.com/labbridge/bridge/emio/sim"
 	"github.com/labbridge/bridge/internal/config"
+	"github.com/labbridge/bridge/internal/termview"
 )
 
 // busFlags adds the serial flags of scan and ping to fs and returns how to
@@ -71,7 +72,7 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	n := 0
-	bar := isTerminal(stderr)
+	bar := termview.IsTerminal(stderr)
 	for _, baud := range rates {
 		bus, closePort, err := openBus(baud)
 		if err != nil {

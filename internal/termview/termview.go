@@ -1,4 +1,8 @@
-package main
+// Package termview draws the links' status on a terminal: one row per link,
+// redrawn in place under the log lines, its fields dropped from the right
+// on a narrow terminal (README "Status"), and the one-line status of the
+// exit summary. It speaks plain ANSI (ECMA-48: CUU, EL) to any terminal.
+package termview
 
 import (
 	"bytes"
@@ -16,13 +20,12 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/labbridge/bridge/internal/config"
 	"github.com/labbridge/bridge/internal/statuspage"
 )
 
-// statusLegend explains the status fields; `bridge run -help` and
+// Legend explains the status fields; `bridge run -help` and
 // `bridge sim -help` print it after the flags.
-const statusLegend = `
+const Legend = `
 Status: on a terminal, one row per link, redrawn 4 times a second under the
 log lines; a narrow terminal drops fields from the right (vectors first, then
 drop, rtt, timeout). Without a terminal, one line per link at exit.
@@ -45,9 +48,9 @@ drop, rtt, timeout). Without a terminal, one line per link at exit.
   cmd [..]     the last command; then the measurement by field
 `
 
-// linkRow is one link's status, read once per redraw so that the layout is
+// Row is one link's status, read once per redraw so that the layout is
 // a pure function of it.
-type linkRow struct {
+type Row struct {
 	Name, State, Last string
 	Seq               int64
 	RTT               time.Duration
@@ -60,13 +63,10 @@ type linkRow struct {
 	Vectors           []string // "cmd [...]", then the measurement's fields
 }
 
-// snapshot reads b's status for the terminal.
-func snapshot(b *config.Built) linkRow { return rowOf(b.Page()) }
-
-// rowOf is the terminal's row of a link's status: the command as one
+// RowOf is the terminal's row of a link's status: the command as one
 // vector, then the measurement by field but for the command's echo.
-func rowOf(l statuspage.Link) linkRow {
-	r := linkRow{
+func RowOf(l statuspage.Link) Row {
+	r := Row{
 		Name: l.Name, State: l.State, Last: l.Last, Seq: l.Seq,
 		RTT: time.Duration(math.Round(l.RTTMs*1e3)) * time.Microsecond,
 		OK:  l.Counts.OK, OKNoDelay: l.Counts.OKNoDelay, Exchanges: l.Exchanges, Late: l.Counts.Late,
@@ -89,11 +89,9 @@ func rowOf(l statuspage.Link) linkRow {
 	return r
 }
 
-// statusLine is one link's whole status on one line: the exit summary, and
+// Line is one link's whole status on one line: the exit summary, and
 // the live view when stdout is not a terminal.
-func statusLine(b *config.Built) string { return snapshot(b).line() }
-
-func (r linkRow) line() string {
+func (r Row) Line() string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%-8s %-11s seq %-7d %-11s rtt %-9v ok %d/%d late %d timeout %d desync %d reconn %d drop %d overrun %d",
 		r.Name, r.State, r.Seq, r.Last, r.RTT, r.OK, r.OKNoDelay, r.Late, r.Timeout, r.Desync, r.Reconn, r.Drop, r.Overrun)
@@ -129,13 +127,13 @@ func vector(name, unit string, v []float64) string {
 	return sb.String()
 }
 
-// blockRows lays out one row per link for a terminal cols wide. The fixed
+// Block lays out one row per link for a terminal cols wide. The fixed
 // groups, in order of importance, are padded to line up across rows and
 // either shown whole or dropped (with every group after them), the same for
 // every row; the variable tail (dependencies, then vectors) fills what is
 // left and ends in "…" when cut. No row reaches the last column: a row that
 // wrapped would break the cursor arithmetic of the redraw.
-func blockRows(links []linkRow, cols int) []string {
+func Block(links []Row, cols int) []string {
 	fit := max(cols-1, 10)
 	// The state column is as wide as the longest state, so that a link
 	// handshaking again does not shift every column.
@@ -202,11 +200,11 @@ func clip(s string, n int) string {
 	return strings.TrimRight(string(r[:max(n-1, 0)]), " ") + "…"
 }
 
-// termView owns the bottom of the terminal: a block of rows redrawn in
+// View owns the bottom of the terminal: a block of rows redrawn in
 // place, with log lines written above it. It is the logger's writer when
 // stdout and stderr are the same terminal, so that a log line first erases
 // the block, then is written, then the block comes back below it.
-type termView struct {
+type View struct {
 	mu      sync.Mutex
 	out     io.Writer  // the terminal the block is drawn on (stdout)
 	log     io.Writer  // where log lines go (stderr)
@@ -216,13 +214,13 @@ type termView struct {
 	partial []byte     // a log line not yet ended by '\n'
 }
 
-func newTermView(out, log io.Writer) *termView {
-	return &termView{out: out, log: log, width: func() int { c, _ := termWidth(out); return c }}
+func New(out, log io.Writer) *View {
+	return &View{out: out, log: log, width: func() int { c, _ := Width(out); return c }}
 }
 
 // Write writes whole log lines above the block; a partial line waits for its
 // end, so that the block never sits in the middle of a line.
-func (t *termView) Write(p []byte) (int, error) {
+func (t *View) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.partial = append(t.partial, p...)
@@ -239,7 +237,7 @@ func (t *termView) Write(p []byte) (int, error) {
 
 // writeAbove erases the block, writes p to the log, and draws the block
 // again under it; t.mu is held.
-func (t *termView) writeAbove(p []byte) error {
+func (t *View) writeAbove(p []byte) error {
 	if t.lines > 0 {
 		// Row by row rather than ESC[J: tmux moves a screen cleared from
 		// its top row into its history, which would keep the block there.
@@ -254,15 +252,15 @@ func (t *termView) writeAbove(p []byte) error {
 	return t.redraw(t.rows)
 }
 
-// show replaces the block by rows, in place.
-func (t *termView) show(rows []string) {
+// Show replaces the block by rows, in place.
+func (t *View) Show(rows []string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.redraw(rows)
 }
 
 // redraw draws rows over the block; t.mu is held.
-func (t *termView) redraw(rows []string) error {
+func (t *View) redraw(rows []string) error {
 	var b strings.Builder
 	if t.lines > 0 {
 		// \r first: a ^C echoed by the terminal moved the cursor.
@@ -285,7 +283,7 @@ func (t *termView) redraw(rows []string) error {
 // resized accounts for a terminal that reflowed the block when it got
 // narrower: a row wider than cols now takes several screen rows, and the
 // next redraw must go up past all of them.
-func (t *termView) resized(cols int) {
+func (t *View) resized(cols int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if cols <= 0 || t.lines != len(t.rows) {
@@ -298,9 +296,9 @@ func (t *termView) resized(cols int) {
 	t.lines = n
 }
 
-// detach leaves the block on the screen as plain lines, and writes out a
+// Detach leaves the block on the screen as plain lines, and writes out a
 // partial log line: what comes next is written below it.
-func (t *termView) detach() {
+func (t *View) Detach() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.rows, t.lines = nil, 0
@@ -310,48 +308,34 @@ func (t *termView) detach() {
 	}
 }
 
-// run redraws the block from rows every period and at once on a resize
+// Run redraws the block from rows every period and at once on a resize
 // (winch), until ctx is done; it then erases the block, so that the exit
 // summary takes its place.
-func (t *termView) run(ctx context.Context, winch <-chan os.Signal, period time.Duration, rows func(cols int) []string) {
+func (t *View) Run(ctx context.Context, winch <-chan os.Signal, period time.Duration, rows func(cols int) []string) {
 	tick := time.NewTicker(period)
 	defer tick.Stop()
 	cols := t.width()
 	for {
 		select {
 		case <-ctx.Done():
-			t.show(nil)
-			t.detach()
+			t.Show(nil)
+			t.Detach()
 			return
 		case <-winch:
 			cols = t.width()
 			t.resized(cols)
 		case <-tick.C:
 		}
-		t.show(rows(cols))
+		t.Show(rows(cols))
 	}
 }
 
-// view draws the links' status block on t until ctx is done.
-func (a *app) view(ctx context.Context, t *termView) {
-	winch := make(chan os.Signal, 1)
-	signal.Notify(winch, syscall.SIGWINCH)
-	defer signal.Stop(winch)
-	t.run(ctx, winch, 250*time.Millisecond, func(cols int) []string {
-		snaps := make([]linkRow, len(a.Links()))
-		for i, b := range a.Links() {
-			snaps[i] = snapshot(b)
-		}
-		return blockRows(snaps, cols)
-	})
-}
-
-// sameTerminal reports whether a and b are the same terminal device, where
+// SameTerminal reports whether a and b are the same terminal device, where
 // log lines written to one would land inside a block drawn on the other.
-func sameTerminal(a, b io.Writer) bool {
+func SameTerminal(a, b io.Writer) bool {
 	fa, ok1 := a.(*os.File)
 	fb, ok2 := b.(*os.File)
-	if !ok1 || !ok2 || !isTerminal(a) || !isTerminal(b) {
+	if !ok1 || !ok2 || !IsTerminal(a) || !IsTerminal(b) {
 		return false
 	}
 	var sa, sb unix.Stat_t
@@ -360,3 +344,25 @@ func sameTerminal(a, b io.Writer) bool {
 	}
 	return sa.Rdev == sb.Rdev && sa.Ino == sb.Ino && sa.Dev == sb.Dev
 }
+
+// Watch draws rows on t every period and on each SIGWINCH until ctx is
+// done (Run).
+func (t *View) Watch(ctx context.Context, period time.Duration, rows func(cols int) []string) {
+	winch := make(chan os.Signal, 1)
+	signal.Notify(winch, syscall.SIGWINCH)
+	defer signal.Stop(winch)
+	t.Run(ctx, winch, period, rows)
+}
+
+// Width is the width of w in columns when w is a terminal.
+func Width(w io.Writer) (int, bool) {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0, false
+	}
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	return int(ws.Col), err == nil
+}
+
+// IsTerminal reports whether w is a terminal.
+func IsTerminal(w io.Writer) bool { _, ok := Width(w); return ok }

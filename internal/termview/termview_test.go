@@ -1,4 +1,4 @@
-package main
+package termview
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 )
 
 // viewLinks are three links as the default simulation shows them.
-func viewLinks() []linkRow {
-	return []linkRow{
+func viewLinks() []Row {
+	return []Row{
 		{Name: "emio", State: "running", RTT: 45 * time.Microsecond, OK: 3, OKNoDelay: 997, Exchanges: 1003,
 			Timeout: 3, Reconn: 1, Drop: 2,
 			Deps:    []string{"frame 812 found 1", "lock locked 30.0000 Hz +0 ppm phase 1.20 ms"},
@@ -56,7 +56,7 @@ func TestBlockRowsWidths(t *testing.T) {
 		if tc.cols == 80 {
 			links[0].RTT = 1234 * time.Microsecond
 		}
-		got := blockRows(links, tc.cols)
+		got := Block(links, tc.cols)
 		if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
 			t.Errorf("%d columns:\n%s\nwant\n%s", tc.cols, strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 		}
@@ -68,7 +68,7 @@ func TestBlockRowsWidths(t *testing.T) {
 	}
 }
 
-// screen is a terminal cols wide that interprets what termView emits:
+// screen is a terminal cols wide that interprets what View emits:
 // \r, \n, ESC[nA, ESC[2K and text, wrapping at the last column like
 // a terminal, so that a row too wide shows as a wrap.
 type screen struct {
@@ -154,18 +154,18 @@ func (s *screen) text() string {
 
 func TestTermViewLogAboveBlock(t *testing.T) {
 	scr := &screen{cols: 80}
-	tv := newTermView(scr, scr)
-	tv.show([]string{"building the links…"})
+	tv := New(scr, scr)
+	tv.Show([]string{"building the links…"})
 	tv.Write([]byte("warn: a slow build\n"))
-	tv.detach() // the build is done: its line stays
+	tv.Detach() // the build is done: its line stays
 	tv.Write([]byte("bridge dev: 3 link(s)\n"))
-	tv.show([]string{"emio a", "vrep a"})
+	tv.Show([]string{"emio a", "vrep a"})
 	tv.Write([]byte("link emio: handshake done\n"))
-	tv.show([]string{"emio b", "vrep b"})
+	tv.Show([]string{"emio b", "vrep b"})
 	tv.Write([]byte("link vrep: partner "))
-	tv.show([]string{"emio c", "vrep c"}) // a partial log line waits for its end
+	tv.Show([]string{"emio c", "vrep c"}) // a partial log line waits for its end
 	tv.Write([]byte("lost\nsecond line\n"))
-	tv.show([]string{"emio d"})
+	tv.Show([]string{"emio d"})
 	want := strings.Join([]string{
 		"warn: a slow build",
 		"building the links…",
@@ -181,7 +181,7 @@ func TestTermViewLogAboveBlock(t *testing.T) {
 	if !scr.sawEscape {
 		t.Error("no ANSI sequence: the block was not redrawn in place")
 	}
-	tv.show(nil)
+	tv.Show(nil)
 	if got := scr.text(); got != strings.TrimSuffix(want, "\nemio d") {
 		t.Errorf("after erase:\n%s", got)
 	}
@@ -191,8 +191,8 @@ func TestTermViewLogAboveBlock(t *testing.T) {
 // rows clearing each, the line, the block again.
 func TestTermViewBytes(t *testing.T) {
 	var out, log strings.Builder
-	tv := newTermView(&out, &log)
-	tv.show([]string{"a", "b"})
+	tv := New(&out, &log)
+	tv.Show([]string{"a", "b"})
 	out.Reset()
 	tv.Write([]byte("x=1\n"))
 	if got, want := out.String(), "\r\x1b[1A\x1b[2K\x1b[1A\x1b[2K\x1b[2Ka\n\x1b[2Kb\n"; got != want {
@@ -202,7 +202,7 @@ func TestTermViewBytes(t *testing.T) {
 		t.Errorf("log %q", log.String())
 	}
 	out.Reset()
-	tv.show([]string{"c"})
+	tv.Show([]string{"c"})
 	if got, want := out.String(), "\r\x1b[2A\x1b[2Kc\n\x1b[2K\n\x1b[1A"; got != want {
 		t.Errorf("redraw %q, want %q", got, want)
 	}
@@ -212,17 +212,17 @@ func TestTermViewBytes(t *testing.T) {
 // the terminal reflowed when it got narrower is erased whole.
 func TestTermViewResize(t *testing.T) {
 	scr := &screen{cols: 100, wrote: make(chan int, 10)}
-	tv := newTermView(scr, scr)
+	tv := New(scr, scr)
 	var mu sync.Mutex
 	cols := 100
 	tv.width = func() int { mu.Lock(); defer mu.Unlock(); return cols }
 	links := viewLinks()
 	var asked []int
-	rows := func(c int) []string { asked = append(asked, c); return blockRows(links, c) }
+	rows := func(c int) []string { asked = append(asked, c); return Block(links, c) }
 	winch := make(chan os.Signal, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { tv.run(ctx, winch, time.Hour, rows) })
+	wg.Go(func() { tv.Run(ctx, winch, time.Hour, rows) })
 
 	winch <- syscall.SIGWINCH
 	<-scr.wrote
@@ -251,18 +251,5 @@ func TestTermViewResize(t *testing.T) {
 	// Stopped: the block is erased, the screen empty; nothing wrapped.
 	if got := scr.text(); got != "" || scr.wrapped != 0 {
 		t.Errorf("after the resize and stop (%d wraps):\n%s", scr.wrapped, got)
-	}
-}
-
-// `bridge run -help` and `bridge sim -help` explain the status fields.
-func TestHelpLegend(t *testing.T) {
-	for _, sim := range []bool{false, true} {
-		var stdout, stderr strings.Builder
-		cmdRun(context.Background(), []string{"-help"}, &stdout, &stderr, sim)
-		for _, f := range []string{"state", "ok 99.6%", "ok N/M", "timeout", "desync", "reconn", "rtt", "late", "drop", "overrun", "cmd ["} {
-			if !strings.Contains(stderr.String(), "\n  "+f) {
-				t.Errorf("sim=%v: -help does not explain %q:\n%s", sim, f, stderr.String())
-			}
-		}
 	}
 }
