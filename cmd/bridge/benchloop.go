@@ -9,6 +9,7 @@ import (
 
 	"github.com/labbridge/bridge/internal/config"
 	"github.com/labbridge/bridge/internal/loopbench"
+	"github.com/labbridge/bridge/vrep/vrepbench"
 )
 
 // benchLoop is `bridge bench loop`: it measures the clock-master loop's
@@ -71,4 +72,30 @@ func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// benchVREP is `bridge bench vrep`: one tick's exchange with a scene, at a
+// rate or back to back, against a simulated scene in this process or the
+// scene at -address; with -seed, the seed's own Python client against the
+// same scene in the same run.
+func benchVREP(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench vrep", "bench vrep [-protocol az|zmq] [-address HOST:PORT] [-rate HZ] [-duration D] [-json]", stderr)
+	readFlags := vrepbench.Flags(fs)
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg, err := readFlags()
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return errUsage
+	}
+	res, err := vrepbench.Run(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("bridge bench vrep: %w", err)
+	}
+	if *asJSON {
+		return res.Report.JSON(stdout)
+	}
+	return res.WriteText(stdout)
 }

@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/labbridge/bridge/dynamixel"
-	"github.com/labbridge/bridge/dynamixel/dxlsim"
 	"github.com/labbridge/bridge/emio/sim"
-	"github.com/labbridge/bridge/internal/config"
+	"github.com/labbridge/bridge/internal/simserve"
 	"github.com/labbridge/bridge/internal/termview"
 )
 
@@ -157,72 +155,52 @@ func cmdPing(_ context.Context, args []string, stdout, stderr io.Writer) error {
 // a virtual U2D2 any software can open, until interrupted.
 func cmdSimServos(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("sim servos", "sim servos [-ids 0,1,2,3] [-baud 1000000] [-any-baud] [-link PATH] [-firmware 46] [-return-delay 0] [-latency 0]", stderr)
-	idList := fs.String("ids", "0,1,2,3", "servo IDs")
-	baud := fs.Int("baud", 1000000, "the servos' baud rate, and the line rate of the byte time; 0 = 1000000 with instant replies")
-	anyBaud := fs.Bool("any-baud", false, "answer at whatever baud the client sets (default: only at -baud, as real servos)")
-	link := fs.String("link", "", "also make this path a symlink to the pseudo-terminal")
-	firmware := fs.Int("firmware", 46, "firmware version (below 45: Fast Sync Read is refused)")
-	rdt := fs.Int("return-delay", 0, "Return Delay Time in 2 µs units (factory: 250)")
-	latency := fs.Duration("latency", 0, "model an FTDI latency timer (e.g. 1ms, 16ms); 0 = none")
-	duration := fs.Duration("duration", 0, "stop after this long (0 = until SIGINT/SIGTERM)")
+	read := simserve.ServosFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := config.CheckDuration("sim servos", "duration", *duration, true); err != nil {
-		return err
-	}
-	ids, err := dynamixel.ParseIDs(*idList)
+	servos, err := read()
 	if err != nil {
 		return err
 	}
-	if *firmware < 0 || *firmware > 255 || *rdt < 0 || *rdt > 254 {
-		return fmt.Errorf("bridge sim servos: -firmware %d / -return-delay %d: want 0..255 and 0..254", *firmware, *rdt)
-	}
-	if *baud != 0 {
-		if _, err := dynamixel.BaudCode(*baud); err != nil {
-			return fmt.Errorf("bridge sim servos: -baud: %w", err)
-		}
-	}
-	bc := dxlsim.DefaultBusConfig()
-	bc.IDs = ids
-	bc.Servo.Firmware = byte(*firmware)
-	bc.Servo.ReturnDelay = byte(*rdt)
-	bc.Timing = dxlsim.Timing{ReturnDelay: *rdt > 0, Baud: *baud, Latency: *latency}
-	bus, err := dxlsim.NewBus(bc)
-	if err != nil {
-		return err
-	}
-	if *link != "" {
-		// A by-id-like path for a rehearsal: its folder need not exist yet.
-		if err := os.MkdirAll(filepath.Dir(*link), 0o755); err != nil {
-			return fmt.Errorf("bridge sim servos: -link %s: %w", *link, err)
-		}
-	}
-	pt, err := dxlsim.NewPTY(bus, *link)
-	if err != nil {
-		return err
-	}
-	pt.AnswerAnyBaud(*anyBaud)
-	servoBaud := *baud
-	if servoBaud == 0 {
-		servoBaud = 1000000 // dxlsim's default when no line rate is modelled
-	}
-	rate := fmt.Sprintf("at %d baud", servoBaud)
-	if *anyBaud {
-		rate += " (answering at any baud)"
-	}
-	fmt.Fprintf(stdout, "simulated servos %v (XM430-W210, firmware %d) %s on %s\n", ids, *firmware, rate, pt.SlavePath())
-	if *link != "" {
-		fmt.Fprintf(stdout, "linked at %s\n", *link)
-	}
-	fmt.Fprintln(stdout, "open it with any Dynamixel software; Ctrl-C stops")
-	ctx, cancel := withDuration(ctx, *duration)
-	defer cancel()
-	err = pt.Serve(ctx)
-	st := bus.Stats()
-	fmt.Fprintf(stdout, "served %d instruction(s), %d repl(ies), %d corrupt, %d garbage byte(s)\n", st.Packets, st.Replies, st.Corrupt, st.Garbage)
-	return err
+	return servos.Serve(ctx, stdout)
 }
+
+// cmdSimMeca500 is `bridge sim meca500`: a simulated Meca500 on a TCP port
+// until interrupted, faults typed on standard input or posted to -control.
+func cmdSimMeca500(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("sim meca500", "sim meca500 [-listen 127.0.0.1:10000] [-firmware 9.3.0] [-virtual] [-control 127.0.0.1:PORT]", stderr)
+	read := simserve.Meca500Flags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	arm, err := read()
+	if err != nil {
+		return err
+	}
+	return arm.Serve(ctx, simStdin, stdout)
+}
+
+// cmdSimVREP is `bridge sim vrep`: a simulated scene with the seed's
+// two-wheel robot behind the AZ socket or the ZMQ remote API, until
+// interrupted.
+func cmdSimVREP(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("sim vrep", "sim vrep [-protocol az|zmq] [-listen ADDR] [-step 50ms] [-fault KIND -every N] [-control ADDR]", stderr)
+	read := simserve.VREPFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	scene, err := read()
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return errUsage
+	}
+	return scene.Serve(ctx, simStdin, stdout)
+}
+
+// simStdin is where `bridge sim meca500` and `bridge sim vrep` read the
+// commands a person types (a test's pipe).
+var simStdin io.Reader = os.Stdin
 
 // benchServos is `bridge bench servos`: the Emio cycle (one read of the four
 // present positions, one sync write of the goals) against simulated servos

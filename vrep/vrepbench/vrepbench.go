@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"sync"
@@ -58,6 +59,26 @@ type Result struct {
 	TimeWait int
 	// Seed is the seed's Python client's report (Config.Seed), nil without.
 	Seed *loopbench.ExchangeReport
+}
+
+// WriteText writes the report as text: the exchanges and their round trip,
+// the sockets left in TIME_WAIT, and the seed's client beside ours with the
+// ratio of their round trips.
+func (r Result) WriteText(w io.Writer) error {
+	if err := r.Report.WriteText(w, r.Name); err != nil {
+		return err
+	}
+	if r.TimeWait >= 0 {
+		fmt.Fprintf(w, "  %d sockets in TIME_WAIT toward or from %s\n", r.TimeWait, r.Address)
+	}
+	if py, g := r.Seed, r.Report; py != nil {
+		py.WriteText(w, "seed python client")
+		if py.RTT.P50 > 0 && g.RTT.P50 > 0 {
+			_, err := fmt.Fprintf(w, "python/go round trip: p50 ×%.1f, p99 ×%.1f\n", float64(py.RTT.P50)/float64(g.RTT.P50), float64(py.RTT.P99)/float64(g.RTT.P99))
+			return err
+		}
+	}
+	return nil
 }
 
 // Run measures the exchanges cfg asks for.
