@@ -4,20 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
-	"errors"
-	"io"
 	"net"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/pion/rtp"
 
-	"github.com/labbridge/bridge/internal/record"
 	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/tap/payload"
 )
@@ -239,25 +234,5 @@ func TestRecordDiskFull(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(dir); len(left) != 1 {
 		t.Errorf("left in the folder (no MAT-file, no spill): %v", left)
-	}
-}
-
-// Once a file could not be written, the progress line shows no progress:
-// it says why the recording stopped.
-func TestProgressAfterFailure(t *testing.T) {
-	rec, err := record.New(record.Config{Out: "/x/run.csv", Create: func(p string) (io.WriteCloser, error) {
-		return nil, &os.PathError{Op: "open", Path: p, Err: syscall.ENOENT}
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rec.Packet(tapPacket(t, "emio", 0), netip.MustParseAddrPort("127.0.0.1:1"), time.Now()); !errors.Is(err, record.ErrWrite) {
-		t.Fatalf("packet: %v", err)
-	}
-	if p := progress(rec); !strings.HasPrefix(p, "stopped: record: cannot write /x/run.emio.csv") || strings.Contains(p, "pkts") {
-		t.Errorf("progress %q", p)
-	}
-	if err := rec.Close(); !errors.Is(err, record.ErrWrite) {
-		t.Errorf("Close: %v", err)
 	}
 }

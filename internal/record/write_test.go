@@ -240,3 +240,23 @@ func TestMATDiskFullKeepsOlder(t *testing.T) {
 		t.Errorf("left: %v", left)
 	}
 }
+
+// Once a file could not be written, the progress line shows no progress:
+// it says why the recording stopped.
+func TestProgressAfterFailure(t *testing.T) {
+	rec, err := New(Config{Out: "/x/run.csv", Create: func(p string) (io.WriteCloser, error) {
+		return nil, &os.PathError{Op: "open", Path: p, Err: syscall.ENOENT}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Packet(packet(t, 7, 0, 0, desc()), src, time.Now()); !errors.Is(err, ErrWrite) {
+		t.Fatalf("packet: %v", err)
+	}
+	if p := progress(rec); !strings.HasPrefix(p, "stopped: record: cannot write /x/run.emio.csv") || strings.Contains(p, "pkts") {
+		t.Errorf("progress %q", p)
+	}
+	if err := rec.Close(); !errors.Is(err, ErrWrite) {
+		t.Errorf("Close: %v", err)
+	}
+}
