@@ -75,6 +75,19 @@ type Found struct {
 	Err error
 }
 
+// Line is f as `bridge scan` lists it, found at baud: the model, the
+// firmware and an alert, or what was wrong with the reply.
+func (f Found) Line(baud int) string {
+	if f.Err != nil && !errors.Is(f.Err, ErrAlert) {
+		return fmt.Sprintf("ID %3d at %d baud: %v", f.ID, baud, f.Err)
+	}
+	s := fmt.Sprintf("ID %3d  baud %7d  model %d (%s)  firmware %d", f.ID, baud, f.Model, ModelName(f.Model), f.Firmware)
+	if f.Err != nil {
+		s += fmt.Sprintf("  ALERT: %v", f.Err)
+	}
+	return s
+}
+
 // Scan pings each of ids on bus, calling found for every servo that answers
 // (silence is skipped) and progress after each ID with how many were done.
 // It stops early when ctx is done.

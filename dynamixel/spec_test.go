@@ -41,3 +41,21 @@ func TestParseBauds(t *testing.T) {
 		}
 	}
 }
+
+// A scan's line: the model and firmware, an alert after them, and a reply
+// that is not a servo's status on its own.
+func TestFoundLine(t *testing.T) {
+	alert := &StatusError{ID: 3, Alert: true}
+	for _, tc := range []struct {
+		f    Found
+		want string
+	}{
+		{Found{ID: 1, Model: ModelXM430W210, Firmware: 46}, "ID   1  baud 1000000  model 1030 (XM430-W210)  firmware 46"},
+		{Found{ID: 3, Model: 9, Firmware: 45, Err: alert}, "ID   3  baud 1000000  model 9 (unknown model)  firmware 45  ALERT: " + alert.Error()},
+		{Found{ID: 7, Err: ErrCorrupt}, "ID   7 at 1000000 baud: " + ErrCorrupt.Error()},
+	} {
+		if got := tc.f.Line(1000000); got != tc.want {
+			t.Errorf("Line = %q, want %q", got, tc.want)
+		}
+	}
+}

@@ -13,13 +13,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/labbridge/bridge/emio"
 	"github.com/labbridge/bridge/internal/config"
 	"github.com/labbridge/bridge/internal/logging"
 	"github.com/labbridge/bridge/internal/loopbench"
 	"github.com/labbridge/bridge/internal/termview"
-	"github.com/labbridge/bridge/realtime"
-	"github.com/labbridge/bridge/simulink"
 )
 
 // cmdCheck is `bridge check`.
@@ -77,56 +74,18 @@ func cmdPartner(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.Var(&replyTo, "reply-to", "where commands go (Simulink's UDP Send)")
 	pf := config.DefaultPartnerFlags()
 	pf.Declare(fs)
-	delay := fs.Bool("delay", false, "one-tick-delay model: answer seq-1 instead of echoing seq")
-	cfgPath := fs.String("config", "", "take the shape and the controller of a link's [link.partner] from this file")
-	linkName := fs.String("link", "", "with -config: the link (default the first)")
-	seed := fs.Uint64("seed", 1, "fault: random seed (SIGUSR1 pauses/resumes replies, SIGUSR2 restarts the model)")
 	asJSON := fs.Bool("json", false, "at exit, print the counters and the send timing as one JSON object on the last line (after the first line, which says where it listens)")
-	priority := fs.Int("priority", -1, "SCHED_FIFO priority of the receive thread, 1..99; 0 = none (the netpoller); -1 = as bridge sim gives a link's built-in partner: its loop's with -config, else 0")
-	cpu := fs.Int("cpu", -1, "with a priority: pin the receive thread to this CPU (-1 = no pinning)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *priority < -1 || *priority > realtime.MaxPriority || *cpu < -1 || *cpu >= realtime.MaxCPUs {
-		return fmt.Errorf("bridge partner: -priority %d -cpu %d: want a priority of 1..%d, 0 for none or -1 for the link's, and a CPU of 0..%d or -1 for none", *priority, *cpu, realtime.MaxPriority, realtime.MaxCPUs-1)
-	}
-	if err := pf.Check(); err != nil {
-		return err
-	}
-	// Without -config, the shape is the Emio's of -nb_markers and -motors.
-	dims := config.DimsOf(emio.Layout(pf.NbMarkers, pf.Motors))
-	var spec simulink.ControllerSpec
-	var err error
-	if *cfgPath != "" {
-		l, err := config.LoadLink(*cfgPath, *linkName)
-		if err != nil {
-			return err
-		}
-		spec, dims, pf.Rate, *delay = l.Partner.Controller, l.Dims(), l.RateHz, l.Partner.Delay
-		if *priority < 0 {
-			*priority = l.PartnerPriority()
-		}
-	} else if spec, err = pf.Spec(dims.CommandLen); err != nil {
-		return err
-	}
-	ctl, err := simulink.NewController(spec, dims, pf.Rate)
-	if err != nil {
-		return err
-	}
-	// Always present, so that SIGUSR1 can pause the partner like a stopped
-	// Simulink model.
-	faults := &simulink.Faults{Drop: pf.Drop, Duplicate: pf.Duplicate, Reorder: pf.Reorder, WrongSize: pf.WrongSize, Delay: pf.ReplyDelay, Seed: *seed}
 	logger := logging.New(stderr, logging.Options{Format: "auto", Level: slog.LevelInfo, Terminal: termview.IsTerminal(stderr)})
-	p, err := simulink.NewPartner(simulink.PartnerConfig{
-		Listen: listen.addr(), Accept: accept.addr(), ReplyTo: replyTo.addr(), MeasureLen: dims.MeasureLen, CommandLen: dims.CommandLen,
-		Delay: *delay, Controller: ctl, Faults: faults, Logger: logger, Priority: max(*priority, 0), Pin: *cpu >= 0, CPU: *cpu,
-	})
+	p, faults, controller, err := pf.Partner(listen.addr(), accept.addr(), replyTo.addr(), logger)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
 	fmt.Fprintf(stdout, "partner: listening on %v (accepting %s), replying to %v from %v, %s controller\n",
-		p.Addr(), cmp.Or(accept.String(), "any source"), replyTo.addr(), p.ReplyAddr(), cmp.Or(spec.Kind, "hold"))
+		p.Addr(), cmp.Or(accept.String(), "any source"), replyTo.addr(), p.ReplyAddr(), controller)
 	ctx, cancel := withDuration(ctx, pf.Duration)
 	defer cancel()
 	// SIGUSR1 pauses or resumes the replies, SIGUSR2 restarts the model:

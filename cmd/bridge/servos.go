@@ -80,16 +80,10 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			if bar {
 				fmt.Fprint(stderr, "\r\033[K")
 			}
-			if f.Err != nil && !errors.Is(f.Err, dynamixel.ErrAlert) {
-				fmt.Fprintf(stdout, "ID %3d at %d baud: %v\n", f.ID, baud, f.Err)
-				return
+			if f.Err == nil || errors.Is(f.Err, dynamixel.ErrAlert) {
+				n++
 			}
-			n++
-			fmt.Fprintf(stdout, "ID %3d  baud %7d  model %d (%s)  firmware %d", f.ID, baud, f.Model, dynamixel.ModelName(f.Model), f.Firmware)
-			if f.Err != nil {
-				fmt.Fprintf(stdout, "  ALERT: %v", f.Err)
-			}
-			fmt.Fprintln(stdout)
+			fmt.Fprintln(stdout, f.Line(baud))
 		}, func(done int) {
 			if bar {
 				fmt.Fprintf(stderr, "\r%7d baud  [%-40s] %3d/%d", baud, strings.Repeat("#", 40*done/len(ids)), done, len(ids))
@@ -230,10 +224,5 @@ func benchServos(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *asJSON {
 		return printJSON(stdout, map[string]any{"fast_sync_read": *fast, "cycles": *cycles, "rows": rows})
 	}
-	fmt.Fprintf(stdout, "4-servo cycle on a pseudo-terminal (fast sync read %v, %d cycles each)\n", *fast, *cycles)
-	fmt.Fprintf(stdout, "%9s %7s %10s %12s %10s %7s\n", "baud", "bytes", "wire µs", "median µs", "p99 µs", "ratio")
-	for _, r := range rows {
-		fmt.Fprintf(stdout, "%9d %7d %10.1f %12.1f %10.1f %6.2fx\n", r.Baud, r.Bytes, r.WireUs, r.MedianUs, r.P99Us, r.Ratio)
-	}
-	return nil
+	return sim.WriteServoBenchText(stdout, *fast, *cycles, rows)
 }

@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/labbridge/bridge/emio/camera"
-	"github.com/labbridge/bridge/realsense"
 	"github.com/labbridge/bridge/realsense/tracker"
 	"github.com/labbridge/bridge/realtime"
 )
@@ -44,57 +42,11 @@ func cmdTrack(_ context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	if *dmin < 0 || *dmax > 65535 || *dmin > *dmax {
-		return fmt.Errorf("bridge track: depth range %d..%d: want 0 ≤ min ≤ max ≤ 65535", *dmin, *dmax)
-	}
-	f, w, h, err := camera.ReadFramePNG(*colorPath, *depthPath)
+	home, _ := os.UserHomeDir()
+	err = camera.Still{Color: *colorPath, Depth: *depthPath, Params: *paramsPath, Calibration: *calibPath, Home: home,
+		Intrinsics: *intr, Side: sd, Sort: so, NbMarkers: *nb, DepthMin: *dmin, DepthMax: *dmax, Mask: *maskPath}.Run(stdout, *asJSON)
 	if err != nil {
 		return fmt.Errorf("bridge track: %w", err)
-	}
-	in := tracker.DefaultIntrinsics(w, h)
-	if *intr != "" {
-		if in, err = tracker.ParseIntrinsics(*intr, w, h); err != nil {
-			return fmt.Errorf("bridge track: -intrinsics: %w", err)
-		}
-	}
-	home, _ := os.UserHomeDir()
-	files, err := tracker.LoadLabFiles(*paramsPath, *calibPath, tracker.EmioapiDir(home))
-	if err != nil {
-		return err
-	}
-	tr, err := camera.TrackerFor(camera.TrackerSettings{Files: files, Side: sd, Sort: so, NbMarkers: *nb,
-		DepthMin: uint16(*dmin), DepthMax: uint16(*dmax)})(camera.Stream{Width: w, Height: h, Intrinsics: in})
-	if err != nil {
-		return err
-	}
-	r, err := tr.Process(f.Color, f.Depth)
-	if err != nil {
-		return err
-	}
-	if *maskPath != "" {
-		if err := camera.WriteMaskPNG(*maskPath, tr.Mask(), w, h); err != nil {
-			return err
-		}
-	}
-	out := tr.Report(r)
-	if *asJSON {
-		return json.NewEncoder(stdout).Encode(out)
-	}
-	fmt.Fprintf(stdout, "%s: %dx%d, %d contour(s), %d marker(s) with area > %g (nb_markers %d), side %s, sort %s\n",
-		*colorPath, w, h, r.Contours, len(r.Markers), files.Params.Area, *nb, sd, so)
-	fmt.Fprintf(stdout, "params: %s; calibration: %s; intrinsics fx %.3f fy %.3f ppx %.3f ppy %.3f\n",
-		files.ParamsFrom, files.CalibrationFrom, in.FX, in.FY, in.PPX, in.PPY)
-	for i, m := range out.Markers {
-		fmt.Fprintf(stdout, "marker %d: px (%d, %d)  area %.1f  depth %.1f mm  mm (%.2f, %.2f, %.2f)\n",
-			i, m.PX[0], m.PX[1], m.Area, m.DepthMM, m.MM[0], m.MM[1], m.MM[2])
-	}
-	if r.Held {
-		fmt.Fprintf(stdout, "vector: held (found %d marker(s), want %d): the bridge would resend the previous vector\n", len(r.Markers), *nb)
-	} else {
-		fmt.Fprintf(stdout, "vector: %v\n", out.Vector)
-	}
-	if *maskPath != "" {
-		fmt.Fprintf(stdout, "mask: %s\n", *maskPath)
 	}
 	return nil
 }
@@ -119,13 +71,7 @@ func benchTracker(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *asJSON {
 		return printJSON(stdout, map[string]any{"width": tracker.BenchWidth, "height": tracker.BenchHeight, "frames": *frames, "scenes": rows})
 	}
-	fmt.Fprintf(stdout, "marker tracker, %dx%d, one goroutine, %d frames per scene (docs/realsense.md §10 scenes)\n",
-		tracker.BenchWidth, tracker.BenchHeight, *frames)
-	fmt.Fprintf(stdout, "%-7s %9s %8s %10s %8s %8s %8s %13s\n", "scene", "contours", "markers", "median ms", "p99 ms", "max ms", "goal ms", "allocs/frame")
-	for _, r := range rows {
-		fmt.Fprintf(stdout, "%-7s %9d %8d %10.3f %8.3f %8.3f %8.1f %13.2f\n", r.Scene, r.Contours, r.Markers, r.MedianMs, r.P99Ms, r.MaxMs, r.GoalMs, r.Allocs)
-	}
-	return nil
+	return tracker.WriteBenchText(stdout, *frames, rows)
 }
 
 // cmdCameras is `bridge cameras`: the connected RealSense cameras.
@@ -134,23 +80,8 @@ func cmdCameras(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	lib, err := realsense.LoadAny(ctx)
-	if err != nil {
+	if err := camera.WriteCameras(ctx, stdout); err != nil {
 		return fmt.Errorf("bridge cameras: %w", err)
 	}
-	defer lib.Close()
-	devs, err := lib.ListDevices()
-	if err != nil {
-		return fmt.Errorf("bridge cameras: %w", err)
-	}
-	fmt.Fprintf(stdout, "librealsense2 %v (%s)\n", lib.Version(), lib.Path())
-	if len(devs) == 0 {
-		fmt.Fprintln(stdout, "no RealSense camera connected (check the USB 3 cable, and the udev rules or root for USB access)")
-		return nil
-	}
-	for _, d := range devs {
-		fmt.Fprintf(stdout, "serial %s  %s  firmware %s\n", d.Serial, d.Name, d.Firmware)
-	}
-	fmt.Fprintln(stdout, `select one with [link.plant.camera] serial = "…"`)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -126,5 +127,30 @@ func (s *RealSense) Unload() error {
 	}
 	err := s.lib.Close()
 	s.lib = nil
+	return err
+}
+
+// WriteCameras says on w which librealsense2 was loaded and the RealSense
+// cameras connected, by serial, and how a link selects one (`bridge
+// cameras`).
+func WriteCameras(ctx context.Context, w io.Writer) error {
+	lib, err := realsense.LoadAny(ctx)
+	if err != nil {
+		return err
+	}
+	defer lib.Close()
+	devs, err := lib.ListDevices()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "librealsense2 %v (%s)\n", lib.Version(), lib.Path())
+	if len(devs) == 0 {
+		_, err := fmt.Fprintln(w, "no RealSense camera connected (check the USB 3 cable, and the udev rules or root for USB access)")
+		return err
+	}
+	for _, d := range devs {
+		fmt.Fprintf(w, "serial %s  %s  firmware %s\n", d.Serial, d.Name, d.Firmware)
+	}
+	_, err = fmt.Fprintln(w, `select one with [link.plant.camera] serial = "…"`)
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -23,6 +24,19 @@ type ServoBenchRow struct {
 	MedianUs float64 `json:"median_cycle_us"`
 	P99Us    float64 `json:"p99_cycle_us"`
 	Ratio    float64 `json:"ratio"`
+}
+
+// WriteServoBenchText writes rows, of cycles cycles each, with Fast Sync
+// Read or Sync Read, as the table of `bridge bench servos`.
+func WriteServoBenchText(w io.Writer, fast bool, cycles int, rows []ServoBenchRow) error {
+	fmt.Fprintf(w, "4-servo cycle on a pseudo-terminal (fast sync read %v, %d cycles each)\n", fast, cycles)
+	fmt.Fprintf(w, "%9s %7s %10s %12s %10s %7s\n", "baud", "bytes", "wire µs", "median µs", "p99 µs", "ratio")
+	for _, r := range rows {
+		if _, err := fmt.Fprintf(w, "%9d %7d %10.1f %12.1f %10.1f %6.2fx\n", r.Baud, r.Bytes, r.WireUs, r.MedianUs, r.P99Us, r.Ratio); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // BenchServos runs cycles cycles of the Emio plant on four simulated

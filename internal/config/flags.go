@@ -1,15 +1,20 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"math"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/labbridge/bridge/emio"
+	"github.com/labbridge/bridge/realtime"
 	"github.com/labbridge/bridge/simulink"
 )
 
@@ -63,12 +68,21 @@ type PartnerFlags struct {
 	// with the next, one value short or long; and a delay of every reply.
 	Drop, Duplicate, Reorder, WrongSize float64
 	ReplyDelay                          time.Duration
+	Seed                                uint64 // of the faults' randomness
+
+	Delay bool // the one-tick-delay model: answer seq-1
+	// Config and Link take the shape and the controller of a link's
+	// [link.partner] from a file instead.
+	Config, Link string
+	// Priority of the receive thread: 0 = none, -1 = as bridge sim gives a
+	// link's built-in partner; CPU pins it (-1 = no pinning).
+	Priority, CPU int
 }
 
 // DefaultPartnerFlags are bridge partner's defaults: the Emio's shape (one
 // marker, four motors) at 30 Hz, holding.
 func DefaultPartnerFlags() PartnerFlags {
-	return PartnerFlags{NbMarkers: 1, Motors: 4, Rate: 30, Controller: "hold", Amplitude: 0.2, Frequency: 0.5}
+	return PartnerFlags{NbMarkers: 1, Motors: 4, Rate: 30, Controller: "hold", Amplitude: 0.2, Frequency: 0.5, Seed: 1, Priority: -1, CPU: -1}
 }
 
 // Declare declares f's flags on fs, with f's values as their defaults.
@@ -86,6 +100,54 @@ func (f *PartnerFlags) Declare(fs *flag.FlagSet) {
 	fs.Float64Var(&f.WrongSize, "wrong-size", f.WrongSize, "fault: probability of a reply one value short or long")
 	fs.DurationVar(&f.ReplyDelay, "reply-delay", f.ReplyDelay, "fault: delay every reply by this much")
 	fs.DurationVar(&f.Duration, "duration", f.Duration, "stop after this long (0 = until SIGINT/SIGTERM)")
+	fs.BoolVar(&f.Delay, "delay", f.Delay, "one-tick-delay model: answer seq-1 instead of echoing seq")
+	fs.StringVar(&f.Config, "config", f.Config, "take the shape and the controller of a link's [link.partner] from this file")
+	fs.StringVar(&f.Link, "link", f.Link, "with -config: the link (default the first)")
+	fs.Uint64Var(&f.Seed, "seed", f.Seed, "fault: random seed (SIGUSR1 pauses/resumes replies, SIGUSR2 restarts the model)")
+	fs.IntVar(&f.Priority, "priority", f.Priority, "SCHED_FIFO priority of the receive thread, 1..99; 0 = none (the netpoller); -1 = as bridge sim gives a link's built-in partner: its loop's with -config, else 0")
+	fs.IntVar(&f.CPU, "cpu", f.CPU, "with a priority: pin the receive thread to this CPU (-1 = no pinning)")
+}
+
+// Partner builds the partner the flags describe, listening on listen,
+// accepting measurements from accept and replying to replyTo: the Emio's
+// shape of -nb_markers and -motors, or a link's of -config. Its faults are
+// always present, so that SIGUSR1 can pause it like a stopped Simulink
+// model; the last value is the controller's name.
+func (f PartnerFlags) Partner(listen, accept, replyTo netip.AddrPort, logger *slog.Logger) (*simulink.Partner, *simulink.Faults, string, error) {
+	if f.Priority < -1 || f.Priority > realtime.MaxPriority || f.CPU < -1 || f.CPU >= realtime.MaxCPUs {
+		return nil, nil, "", fmt.Errorf("bridge partner: -priority %d -cpu %d: want a priority of 1..%d, 0 for none or -1 for the link's, and a CPU of 0..%d or -1 for none", f.Priority, f.CPU, realtime.MaxPriority, realtime.MaxCPUs-1)
+	}
+	if err := f.Check(); err != nil {
+		return nil, nil, "", err
+	}
+	dims := DimsOf(emio.Layout(f.NbMarkers, f.Motors))
+	var spec simulink.ControllerSpec
+	var err error
+	if f.Config != "" {
+		l, err := LoadLink(f.Config, f.Link)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		spec, dims, f.Rate, f.Delay = l.Partner.Controller, l.Dims(), l.RateHz, l.Partner.Delay
+		if f.Priority < 0 {
+			f.Priority = l.PartnerPriority()
+		}
+	} else if spec, err = f.Spec(dims.CommandLen); err != nil {
+		return nil, nil, "", err
+	}
+	ctl, err := simulink.NewController(spec, dims, f.Rate)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	faults := &simulink.Faults{Drop: f.Drop, Duplicate: f.Duplicate, Reorder: f.Reorder, WrongSize: f.WrongSize, Delay: f.ReplyDelay, Seed: f.Seed}
+	p, err := simulink.NewPartner(simulink.PartnerConfig{
+		Listen: listen, Accept: accept, ReplyTo: replyTo, MeasureLen: dims.MeasureLen, CommandLen: dims.CommandLen,
+		Delay: f.Delay, Controller: ctl, Faults: faults, Logger: logger, Priority: max(f.Priority, 0), Pin: f.CPU >= 0, CPU: f.CPU,
+	})
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return p, faults, cmp.Or(spec.Kind, "hold"), nil
 }
 
 // Check refuses values that cannot work, naming the flag and what it

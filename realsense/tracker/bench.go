@@ -2,6 +2,8 @@ package tracker
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"runtime"
 	"slices"
 	"time"
@@ -20,6 +22,19 @@ type BenchRow struct {
 	// on the stress scene.
 	GoalMs float64 `json:"goal_ms"`
 	Allocs float64 `json:"allocs_per_frame"`
+}
+
+// WriteBenchText writes rows, of frames timed frames per scene, as the
+// table of `bridge bench tracker`.
+func WriteBenchText(w io.Writer, frames int, rows []BenchRow) error {
+	fmt.Fprintf(w, "marker tracker, %dx%d, one goroutine, %d frames per scene (docs/realsense.md §10 scenes)\n", BenchWidth, BenchHeight, frames)
+	fmt.Fprintf(w, "%-7s %9s %8s %10s %8s %8s %8s %13s\n", "scene", "contours", "markers", "median ms", "p99 ms", "max ms", "goal ms", "allocs/frame")
+	for _, r := range rows {
+		if _, err := fmt.Fprintf(w, "%-7s %9d %8d %10.3f %8.3f %8.3f %8.1f %13.2f\n", r.Scene, r.Contours, r.Markers, r.MedianMs, r.P99Ms, r.MaxMs, r.GoalMs, r.Allocs); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Bench times frames frames of each scene of docs/realsense.md §10 after
