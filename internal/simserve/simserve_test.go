@@ -19,15 +19,30 @@ func TestFlags(t *testing.T) {
 		read func(fs *flag.FlagSet) func() error
 		want string
 	}{
-		{[]string{"-baud", "500000"}, func(fs *flag.FlagSet) func() error { r := ServosFlags(fs); return func() error { _, err := r(); return err } },
+		{[]string{"-baud", "500000"}, func(fs *flag.FlagSet) func() error {
+			r := ServosFlags(fs)
+			return func() error { _, err := r(); return err }
+		},
 			"bridge sim servos: -baud"},
-		{[]string{"-firmware", "300"}, func(fs *flag.FlagSet) func() error { r := ServosFlags(fs); return func() error { _, err := r(); return err } },
+		{[]string{"-firmware", "300"}, func(fs *flag.FlagSet) func() error {
+			r := ServosFlags(fs)
+			return func() error { _, err := r(); return err }
+		},
 			"-firmware 300"},
-		{[]string{"-duration", "-1s"}, func(fs *flag.FlagSet) func() error { r := Meca500Flags(fs); return func() error { _, err := r(); return err } },
+		{[]string{"-duration", "-1s"}, func(fs *flag.FlagSet) func() error {
+			r := Meca500Flags(fs)
+			return func() error { _, err := r(); return err }
+		},
 			"bridge sim meca500: -duration -1s"},
-		{[]string{"-protocol", "udp"}, func(fs *flag.FlagSet) func() error { r := VREPFlags(fs); return func() error { _, err := r(); return err } },
+		{[]string{"-protocol", "udp"}, func(fs *flag.FlagSet) func() error {
+			r := VREPFlags(fs)
+			return func() error { _, err := r(); return err }
+		},
 			`bridge sim vrep: -protocol "udp": want az or zmq`},
-		{[]string{"-fault", "explode"}, func(fs *flag.FlagSet) func() error { r := VREPFlags(fs); return func() error { _, err := r(); return err } },
+		{[]string{"-fault", "explode"}, func(fs *flag.FlagSet) func() error {
+			r := VREPFlags(fs)
+			return func() error { _, err := r(); return err }
+		},
 			`bridge sim vrep: -fault "explode"`},
 	} {
 		fs := flag.NewFlagSet("t", flag.ContinueOnError)
