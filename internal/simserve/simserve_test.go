@@ -14,36 +14,19 @@ import (
 // Each command's flags refuse what cannot run, naming the flag; good ones
 // fill the settings.
 func TestFlags(t *testing.T) {
+	servos := func(fs *flag.FlagSet) func() error { return errOf(ServosFlags(fs)) }
+	arm := func(fs *flag.FlagSet) func() error { return errOf(Meca500Flags(fs)) }
+	scene := func(fs *flag.FlagSet) func() error { return errOf(VREPFlags(fs)) }
 	for _, tc := range []struct {
 		args []string
 		read func(fs *flag.FlagSet) func() error
 		want string
 	}{
-		{[]string{"-baud", "500000"}, func(fs *flag.FlagSet) func() error {
-			r := ServosFlags(fs)
-			return func() error { _, err := r(); return err }
-		},
-			"bridge sim servos: -baud"},
-		{[]string{"-firmware", "300"}, func(fs *flag.FlagSet) func() error {
-			r := ServosFlags(fs)
-			return func() error { _, err := r(); return err }
-		},
-			"-firmware 300"},
-		{[]string{"-duration", "-1s"}, func(fs *flag.FlagSet) func() error {
-			r := Meca500Flags(fs)
-			return func() error { _, err := r(); return err }
-		},
-			"bridge sim meca500: -duration -1s"},
-		{[]string{"-protocol", "udp"}, func(fs *flag.FlagSet) func() error {
-			r := VREPFlags(fs)
-			return func() error { _, err := r(); return err }
-		},
-			`bridge sim vrep: -protocol "udp": want az or zmq`},
-		{[]string{"-fault", "explode"}, func(fs *flag.FlagSet) func() error {
-			r := VREPFlags(fs)
-			return func() error { _, err := r(); return err }
-		},
-			`bridge sim vrep: -fault "explode"`},
+		{[]string{"-baud", "500000"}, servos, "bridge sim servos: -baud"},
+		{[]string{"-firmware", "300"}, servos, "-firmware 300"},
+		{[]string{"-duration", "-1s"}, arm, "bridge sim meca500: -duration -1s"},
+		{[]string{"-protocol", "udp"}, scene, `bridge sim vrep: -protocol "udp": want az or zmq`},
+		{[]string{"-fault", "explode"}, scene, `bridge sim vrep: -fault "explode"`},
 	} {
 		fs := flag.NewFlagSet("t", flag.ContinueOnError)
 		read := tc.read(fs)
@@ -62,6 +45,11 @@ func TestFlags(t *testing.T) {
 	if v, err := read(); err != nil || v.Protocol != vrep.ZMQ || v.Every != 3 || v.Fault.String() != "delay" || !v.Commands {
 		t.Errorf("VREPFlags: %+v, %v", v, err)
 	}
+}
+
+// errOf is a flags reader's error alone.
+func errOf[T any](read func() (T, error)) func() error {
+	return func() error { _, err := read(); return err }
 }
 
 // A scene served for a while says where, and at the end what it served.
