@@ -82,6 +82,8 @@ var imports = map[string][]string{
 	// A simulator's console: typed lines and an HTTP endpoint carried to a
 	// function; nothing of ours.
 	"internal/console": {},
+	// Servos found and pinged for a person: the bus is the driver's.
+	"internal/servoscan": {"dynamixel"},
 	// A simulated device served to a person: the simulators, their
 	// console, and the commands' checks of a duration.
 	"internal/simserve": {"dynamixel", "dynamixel/dxlsim", "meca500/mecasim", "vrep", "vrep/vrepsim", "internal/console", "internal/config"},
