@@ -82,6 +82,10 @@ var imports = map[string][]string{
 	// A simulator's console: typed lines and an HTTP endpoint carried to a
 	// function; nothing of ours.
 	"internal/console": {},
+	// A recording played back into its link: the configuration builds the
+	// link, the report's reader reads the recording, the recorder names
+	// its columns.
+	"internal/replay": {"bridge", "simulink", "internal/config", "internal/report", "internal/record"},
 	// Servos found and pinged for a person: the bus is the driver's.
 	"internal/servoscan": {"dynamixel"},
 	// A simulated device served to a person: the simulators, their

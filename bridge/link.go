@@ -118,6 +118,7 @@ type Link struct {
 	deadman plant.Deadman // nil: the plant gets the last good command every tick
 	latch   plant.Latcher // nil: Measure fills the whole measurement
 	ager    plant.Ager    // nil: a stale measurement is sent as it was
+	stepped plant.Stepped // nil: the plant keeps its own time
 	ex      Exchanger
 	clock   *realtime.Clock
 	loopObs LoopObserver
@@ -231,6 +232,7 @@ func NewLink(cfg LinkConfig, p plant.Plant, ex Exchanger, clock *realtime.Clock,
 	l.deadman, _ = p.(plant.Deadman)
 	l.latch, _ = p.(plant.Latcher)
 	l.ager, _ = p.(plant.Ager)
+	l.stepped, _ = p.(plant.Stepped)
 	l.exRep, _ = ex.(exchangeReporter)
 	l.deviceUp.Store(true)
 	l.pubState.Store(packState(l.state, clock.Now()))
@@ -548,6 +550,9 @@ func (l *Link) Tick(ti *TickInfo) {
 	// (docs/simulink-udp.md §8.3–8.4): q_k is read before u_{k−1} is written.
 	measured := false
 	if up {
+		if l.stepped != nil {
+			l.stepped.StepTo(ti.Deadline)
+		}
 		if err := l.plant.Measure(l.meas); err != nil {
 			l.fail(err)
 			up = false

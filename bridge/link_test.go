@@ -782,3 +782,36 @@ func TestStateSince(t *testing.T) {
 		t.Errorf("the wall-clock time of the transition is %v from now", d)
 	}
 }
+
+// steppedPlant notes the deadline each Measure was told of.
+type steppedPlant struct {
+	*sim.Motors
+	told, measuredAt []int64
+}
+
+func (p *steppedPlant) StepTo(d int64) { p.told = append(p.told, d); p.Motors.StepTo(d) }
+func (p *steppedPlant) Measure(dst []float64) error {
+	p.measuredAt = append(p.measuredAt, p.told[len(p.told)-1])
+	return p.Motors.Measure(dst)
+}
+
+// A plant.Stepped plant is told each tick's deadline before its Measure.
+func TestSteppedPlantToldTheDeadline(t *testing.T) {
+	clock := realtime.NewClock()
+	m, _ := sim.NewMotors(sim.DefaultEmio(), clock)
+	p := &steppedPlant{Motors: m}
+	ex := &fakeExchanger{status: simulink.OKNoDelay, reply: []float64{0.5, 0.5, 0.5, 0.5}}
+	lim := []bridge.Limit{{-1, 1}, {-1, 1}, {-1, 1}, {-1, 1}}
+	l, err := bridge.NewLink(bridge.LinkConfig{Name: "x", Loop: bridge.LoopConfig{Period: time.Millisecond, CPU: -1}, Limits: lim},
+		p, ex, clock, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range 3 {
+		ti := bridge.TickInfo{N: uint64(k), Deadline: int64(1000 + k)}
+		l.Tick(&ti)
+	}
+	if !slices.Equal(p.told, []int64{1000, 1001, 1002}) || !slices.Equal(p.measuredAt, p.told) {
+		t.Errorf("told %v, measured at %v", p.told, p.measuredAt)
+	}
+}

@@ -139,6 +139,17 @@ type Ager interface {
 	Age(dst []float64)
 }
 
+// Stepped is a simulated plant that moves on its link's tick grid rather
+// than on the wall clock: the link tells it each tick's deadline
+// (CLOCK_MONOTONIC ns) before Measure, and the plant's state at a tick then
+// depends only on the commands it was given and on which ticks ran, not on
+// when the thread woke, so that a recording replayed into it comes out the
+// same (internal/replay). StepTo runs on the loop thread and must not block
+// or allocate.
+type Stepped interface {
+	StepTo(deadline int64)
+}
+
 // HaltPolicy is what a plant does when its link stops.
 type HaltPolicy uint8
 

@@ -5,7 +5,7 @@ import (
 )
 
 // commands are the first words run accepts, for "did you mean".
-var commands = [...]string{"run", "sim", "partner", "init", "check", "config", "scan", "ping", "bench", "track", "cameras", "record", "report", "install", "startUDP", "version", "help"}
+var commands = [...]string{"run", "sim", "partner", "init", "check", "config", "scan", "ping", "bench", "track", "cameras", "record", "report", "replay", "resume", "install", "startUDP", "version", "help"}
 
 // suggestCommand is the known command closest to cmd, or "" when none is
 // close enough to be a typo.

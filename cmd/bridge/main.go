@@ -39,6 +39,7 @@ Usage:
   bridge record -out run.csv        record the taps of bridge run/sim -tap: one CSV per link (-listen, -pcap)
   bridge resume LINK                a person's go after an emergency stop, a protective stop or a servo's hardware error
   bridge report run.csv             one HTML page of a recording: timing, statuses, losses, signals (-out)
+  bridge replay run.LINK.csv        play a recording's commands into its link's (simulated) plant, compare the measurements
   bridge cameras                    list the connected RealSense cameras by serial
   bridge install -name NAME         install the systemd service of robot NAME (-root DIR, -print-udev)
   bridge track -color FILE.png      run the marker tracker on saved images (-depth, -params, -json, -mask)
@@ -120,6 +121,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdRecord(ctx, rest, stdout, stderr)
 	case "report":
 		err = cmdReport(ctx, rest, stdout, stderr)
+	case "replay":
+		err = cmdReplay(ctx, rest, stdout, stderr)
 	case "install":
 		err = cmdInstall(ctx, rest, stdout, stderr)
 	case "startUDP", "startudp":
@@ -169,6 +172,34 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		return errUsage
 	}
 	return nil
+}
+
+// parseWithFile parses args that name one file, before or after the
+// flags; without one it says missing and shows the usage.
+func parseWithFile(fs *flag.FlagSet, args []string, missing string) (string, error) {
+	var file string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return "", err
+			}
+			return "", errUsage
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		if file != "" {
+			fmt.Fprintf(fs.Output(), "bridge %s: unexpected argument %q: one recording at a time\n", fs.Name(), fs.Arg(0))
+			return "", errUsage
+		}
+		file, args = fs.Arg(0), fs.Args()[1:]
+	}
+	if file == "" {
+		fmt.Fprintln(fs.Output(), missing)
+		fs.Usage()
+		return "", errUsage
+	}
+	return file, nil
 }
 
 func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {

@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 
+	"github.com/labbridge/bridge/internal/config"
+	"github.com/labbridge/bridge/internal/logging"
 	"github.com/labbridge/bridge/internal/record"
+	"github.com/labbridge/bridge/internal/replay"
 	"github.com/labbridge/bridge/internal/report"
+	"github.com/labbridge/bridge/internal/termview"
 )
 
 // pageError is a page that could not be written: the path and the
@@ -29,28 +32,9 @@ func (e *pageError) Unwrap() error { return e.err }
 func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("report", "report FILE [-out report.html]  (FILE: run.csv reads the run.LINK.csv of bridge record; or one link's CSV)", stderr)
 	out := fs.String("out", "report.html", "where to write the HTML `page`")
-	// FILE may come before or after the flags.
-	var file string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return err
-			}
-			return errUsage
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		if file != "" {
-			fmt.Fprintf(stderr, "bridge report: unexpected argument %q: one recording at a time\n", fs.Arg(0))
-			return errUsage
-		}
-		file, args = fs.Arg(0), fs.Args()[1:]
-	}
-	if file == "" {
-		fmt.Fprintln(stderr, "bridge report: name the recording, like bridge report run.csv")
-		fs.Usage()
-		return errUsage
+	file, err := parseWithFile(fs, args, "bridge report: name the recording, like bridge report run.csv")
+	if err != nil {
+		return err
 	}
 	rec, err := report.Open(file)
 	if err != nil {
@@ -67,6 +51,54 @@ func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 		for _, w := range l.Warnings {
 			fmt.Fprintf(stderr, "bridge report: %s: %s\n", l.File, w)
 		}
+	}
+	return nil
+}
+
+// cmdReplay is `bridge replay FILE`: a recording's commands played into its
+// link's plant, tick for tick, through the link as bridge sim runs it, and
+// the measurements compared with those recorded (internal/replay).
+func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("replay", "replay FILE [-config FILE] [-link NAME] [-commands applied|received] [-real] [-out replay.csv]  (FILE: one link's CSV of bridge record, or run.csv with -link)", stderr)
+	cfgPath := fs.String("config", "", "the configuration the recording was made with (default ./bridge.toml, else the embedded default)")
+	link := fs.String("link", "", "the link to replay (default: the recording's only one)")
+	commands := fs.String("commands", "applied", `"applied": as the link accepted them (clamped to its limits); "received": as the host sent them`)
+	real := fs.Bool("real", false, "allow a plant with real devices: the recorded commands then move the robot, through the link's limits, dead-man and halt")
+	out := fs.String("out", "", "also write the replay tick by tick to this CSV `file`: recorded, replayed and their difference per measured value")
+	file, err := parseWithFile(fs, args, "bridge replay: name the recording, like bridge replay run.emio.csv")
+	if err != nil {
+		return err
+	}
+	src := replay.Applied
+	switch *commands {
+	case "applied":
+	case "received":
+		src = replay.Received
+	default:
+		fmt.Fprintf(stderr, "bridge replay: -commands %q: want applied or received\n", *commands)
+		return errUsage
+	}
+	track, err := replay.Open(file, *link)
+	if err != nil {
+		return fmt.Errorf("bridge %w", err)
+	}
+	cfg, _, err := config.Load(*cfgPath)
+	if err != nil {
+		return err
+	}
+	logger := logging.New(stderr, logging.Options{Format: "auto", Level: slog.LevelWarn, Terminal: termview.IsTerminal(stderr)})
+	res, err := replay.Run(ctx, cfg, track.Link, track, replay.Options{Source: src, Real: *real, Logger: logger})
+	if res != nil {
+		res.WriteText(stdout)
+	}
+	if err != nil {
+		return fmt.Errorf("bridge %w", err) // interrupted: no -out, a replay cut short
+	}
+	if *out != "" {
+		if err := res.WriteFile(*out); err != nil {
+			return fmt.Errorf("bridge %w", err)
+		}
+		fmt.Fprintf(stdout, "wrote %s\n", *out)
 	}
 	return nil
 }

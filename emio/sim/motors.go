@@ -91,9 +91,13 @@ type Motors struct {
 	cfg   MotorsConfig
 	clock Clock
 
-	mu        sync.Mutex
-	q, goal   []float64
-	last      int64
+	mu      sync.Mutex
+	q, goal []float64
+	last    int64
+	// stepped: the link gives the time (StepTo), the tick's deadline;
+	// now is it.
+	stepped   bool
+	now       int64
 	torque    bool
 	unplugged bool
 	commands  uint64
@@ -132,9 +136,26 @@ func (m *Motors) MeasureLen() int { return m.measureLen }
 // CommandLen implements plant.Plant.
 func (m *Motors) CommandLen() int { return m.cfg.Motors }
 
-// advance integrates the first-order response up to now.
+// StepTo implements plant.Stepped: from the first call on, the motors move
+// on the link's tick deadlines instead of the clock, so that the same
+// commands on the same ticks give the same angles, bit for bit.
+func (m *Motors) StepTo(deadline int64) {
+	m.mu.Lock()
+	if !m.stepped {
+		// The angles have moved on the clock until now: go on from here.
+		m.stepped, m.last = true, deadline
+	}
+	m.now = deadline
+	m.mu.Unlock()
+}
+
+// advance integrates the first-order response up to now: the clock's, or
+// the last tick's deadline once stepped.
 func (m *Motors) advance() {
 	now := m.clock.Now()
+	if m.stepped {
+		now = m.now
+	}
 	dt := now - m.last
 	m.last = now
 	if dt <= 0 || !m.torque {

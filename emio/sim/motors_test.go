@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -114,5 +115,44 @@ func TestMeasureCommandAllocs(t *testing.T) {
 		m.Command(u)
 	}); a != 0 {
 		t.Errorf("%v allocations per tick", a)
+	}
+}
+
+// Stepped (plant.Stepped), the motors move on the ticks' deadlines: the
+// same commands on the same ticks give the same angles bit for bit,
+// however late each Measure and Command ran on the clock.
+func TestMotorsStepped(t *testing.T) {
+	run := func(jitter func(k int) int64) []float64 {
+		c := &fakeClock{t: 5_000_000}
+		m, err := NewMotors(DefaultEmio(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var _ plant.Stepped = m
+		y := make([]float64, m.MeasureLen())
+		var out []float64
+		for k := range 50 {
+			deadline := int64(1_000_000_000 + k*10_000_000)
+			c.t = deadline - 300_000 + jitter(k) // woken a lead early, give or take
+			m.StepTo(deadline)
+			if err := m.Measure(y); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, y...)
+			c.t += jitter(k + 1)
+			u := []float64{0.1 * float64(k%7), -0.2, 0.3, float64(k) / 100}
+			if err := m.Command(u); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return out
+	}
+	a := run(func(int) int64 { return 0 })
+	b := run(func(k int) int64 { return int64(k*7919%1000) * 1000 })
+	if !slices.Equal(a, b) {
+		t.Error("the angles depend on when the thread woke")
+	}
+	if a[len(a)-1] == a[DefaultEmio().Motors-1] {
+		t.Error("the motors never moved")
 	}
 }

@@ -49,6 +49,11 @@ type Env struct {
 	// Home is the user's home directory, where emioapi keeps a lab's
 	// camera files; "" looks nowhere.
 	Home string
+	// Replay, with Partner, replaces [link.partner.controller]: the built-in
+	// partner answers each measurement with what Replay computes, echoing
+	// its seq (no one-tick delay), so that a command reaches the plant on
+	// the tick it was recorded on (internal/replay).
+	Replay simulink.Controller
 }
 
 // Built is one link, built and ready to be supervised: add Link to a
@@ -274,9 +279,12 @@ func (l *Link) Build(env Env) (bb *Built, err error) {
 	return built, nil
 }
 
-// newTap makes the link's telemetry tap: its descriptor names the link and
-// every value of the layout (docs/tap.md §4).
-func (l *Link) newTap(env Env, layout plant.Layout) (*tap.Tap, error) {
+// Descriptor is what the link's tap says of it (docs/tap.md §4): its name,
+// rate and every value of its plant's layout; a recording's columns are
+// named from it (record.Columns).
+func (l *Link) Descriptor() payload.Descriptor { return l.descriptor(l.Plant.Layout()) }
+
+func (l *Link) descriptor(layout plant.Layout) payload.Descriptor {
 	fields := func(fs []plant.Field) []payload.Field {
 		out := make([]payload.Field, len(fs))
 		for i, f := range fs {
@@ -284,9 +292,15 @@ func (l *Link) newTap(env Env, layout plant.Layout) (*tap.Tap, error) {
 		}
 		return out
 	}
+	return payload.Descriptor{Link: l.Name, RateHz: l.RateHz, Measure: fields(layout.Measure), Command: fields(layout.Command)}
+}
+
+// newTap makes the link's telemetry tap: its descriptor names the link and
+// every value of the layout (docs/tap.md §4).
+func (l *Link) newTap(env Env, layout plant.Layout) (*tap.Tap, error) {
 	cfg := tap.Config{
 		Address: netip.MustParseAddrPort(l.Tap.Address), PayloadType: uint8(l.Tap.PayloadType), Clock: env.Clock,
-		Descriptor: payload.Descriptor{Link: l.Name, RateHz: l.RateHz, Measure: fields(layout.Measure), Command: fields(layout.Command)},
+		Descriptor: l.descriptor(layout),
 	}
 	if env.Metrics != nil {
 		obs, err := env.Metrics.Tap(l.Name)
@@ -391,9 +405,13 @@ type view interface {
 // sends: Simulink's side of the emioapi ports, or, Ephemeral, a loopback port
 // the kernel picks, accepting from and replying to the master's bound ports.
 func (l *Link) newPartner(m *simulink.Master, env Env) (*simulink.Partner, error) {
-	ctl, err := l.Controller()
-	if err != nil {
-		return nil, err
+	ctl, delay := env.Replay, false
+	if ctl == nil {
+		var err error
+		if ctl, err = l.Controller(); err != nil {
+			return nil, err
+		}
+		delay = l.Partner.Delay
 	}
 	mcfg := m.Config()
 	listen := mcfg.Remote
@@ -415,7 +433,7 @@ func (l *Link) newPartner(m *simulink.Master, env Env) (*simulink.Partner, error
 	return simulink.NewPartner(simulink.PartnerConfig{
 		Listen: listen, Accept: accept, ReplyTo: replyTo,
 		MeasureLen: mcfg.MeasureLen, CommandLen: mcfg.CommandLen,
-		Delay: l.Partner.Delay, Controller: ctl, Faults: env.Faults, Logger: env.Logger.With("partner", l.Name),
+		Delay: delay, Controller: ctl, Faults: env.Faults, Logger: env.Logger.With("partner", l.Name),
 		Priority: partnerPriority(l.Loop.Priority),
 		// With its loop: a pinned loop's CPU holds the link's real-time
 		// threads, and confinement keeps the process's others off it.

@@ -90,10 +90,10 @@ func (l *Link) Rows() int { return len(l.Time) }
 // meas_markers_2_mm is Field "markers", Index 2, Unit "mm".
 type Signal struct {
 	Column string
-	Field  string // "" for a link without descriptor (meas_1, meas_2, …)
-	Index  int    // 1-based; 0 for a field of one value
-	Unit   string // as written in the column: "deg_per_s", "" without unit
-	Values []float32
+	Field  string    // "" for a link without descriptor (meas_1, meas_2, …)
+	Index  int       // 1-based; 0 for a field of one value
+	Unit   string    // as written in the column: "deg_per_s", "" without unit
+	Values []float64 // as written: full precision, so a replay compares exactly
 }
 
 // UnitLabel is the unit as people write it: "deg_per_s" is "deg/s", and
@@ -285,7 +285,7 @@ func Read(name, file string, r io.Reader) (*Link, error) {
 				if !ok {
 					return nil, bad(line, c.name, "%q is not a number", cell)
 				}
-				c.sig.Values = append(c.sig.Values, float32(v))
+				c.sig.Values = append(c.sig.Values, v)
 			case c.fixed < 0:
 			case c.fixed == colTime || c.fixed == colDeadline:
 				v, ok := parseFloat(cell)

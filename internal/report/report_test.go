@@ -319,7 +319,7 @@ func TestReadTolerates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Rows() != 3 || !math.IsNaN(l.Lateness[1]) || !math.IsNaN(float64(l.Meas[1].Values[1])) || l.Meas[0].Values[0] != 1.5 {
+	if l.Rows() != 3 || !math.IsNaN(l.Lateness[1]) || !math.IsNaN(l.Meas[1].Values[1]) || l.Meas[0].Values[0] != 1.5 {
 		t.Errorf("rows %d, lateness %v, meas %v", l.Rows(), l.Lateness, l.Meas[1].Values)
 	}
 	cut := in + "0.004,1767272400.004000,4,4,4,1,2,10"
@@ -371,13 +371,13 @@ func TestOpen(t *testing.T) {
 // downsample keeps at most two points per column and every extreme.
 func TestDownsample(t *testing.T) {
 	n := 600_000
-	ts, vs := make([]float64, n), make([]float32, n)
+	ts, vs := make([]float64, n), make([]float64, n)
 	for i := range n {
 		ts[i] = float64(i) / 1000
-		vs[i] = float32(math.Sin(ts[i]))
+		vs[i] = math.Sin(ts[i])
 	}
 	vs[123_456] = 50 // a one-sample spike
-	vs[400_000] = float32(math.NaN())
+	vs[400_000] = math.NaN()
 	xs, ys := downsample(ts, vs, 0, ts[n-1], 500, 0.0035)
 	if len(xs) > 1000+10 {
 		t.Errorf("%d points for 500 columns", len(xs))
@@ -419,7 +419,7 @@ func bigLink(n int) *Link {
 	mk := func(field, unit string, k int) []*Signal {
 		var out []*Signal
 		for i := range k {
-			out = append(out, &Signal{Column: field, Field: field, Index: i + 1, Unit: unit, Values: make([]float32, n)})
+			out = append(out, &Signal{Column: field, Field: field, Index: i + 1, Unit: unit, Values: make([]float64, n)})
 		}
 		return out
 	}
@@ -438,7 +438,7 @@ func bigLink(n int) *Link {
 		l.Reply = append(l.Reply, 150+float64(i*104729%311)/3)
 		l.Flags = append(l.Flags, FlagApplied)
 		for k, s := range slices.Concat(l.Meas, l.Cmd, l.Applied) {
-			s.Values[i] = float32(math.Sin(t*0.3+float64(k)) + 0.01*float64(i*31%17))
+			s.Values[i] = math.Sin(t*0.3+float64(k)) + 0.01*float64(i*31%17)
 		}
 	}
 	return l

@@ -1,0 +1,221 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labbridge/bridge/bridge"
+	"github.com/labbridge/bridge/internal/config"
+	"github.com/labbridge/bridge/internal/record"
+	"github.com/labbridge/bridge/internal/testutil"
+	"github.com/labbridge/bridge/realtime"
+)
+
+// armDoc is a link of the in-memory plant, driven by a sine, tapped to tap.
+func armDoc(rate float64, tap string) string {
+	return fmt.Sprintf(`
+[[link]]
+name = "arm"
+rate_hz = %g
+[link.loop]
+priority = 0
+[link.plant]
+kind = "sim"
+motors = 2
+nb_markers = 1
+time_constant = "50ms"
+y0 = [0.0, 0.0, 250.0]
+j = [10.0, 0.0, 0.0, 10.0, 1.0, 1.0]
+[link.partner.controller]
+kind = "sine"
+amplitude = [0.5, 0.3]
+frequency = [2.0, 3.0]
+[link.tap]
+address = %q
+`, rate, tap)
+}
+
+// recordArm runs the arm link with its built-in partner until bridge
+// record has written rows of it, and returns the configuration and the
+// link's CSV.
+func recordArm(t *testing.T, rows int) (*config.Config, string) {
+	t.Helper()
+	conn, err := record.Listen(netip.MustParseAddrPort("127.0.0.1:0"))
+	if err != nil {
+		t.Skipf("no loopback UDP port for the tap: %v", err)
+	}
+	defer conn.Close()
+	tap := conn.LocalAddr().String()
+	cfg, err := config.Parse([]byte(armDoc(100, tap)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	rec, err := record.New(record.Config{Out: filepath.Join(dir, "run.csv")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	recDone := make(chan error, 1)
+	go func() { recDone <- rec.Serve(ctx, conn, nil) }()
+	sup := bridge.NewSupervisor(bridge.SupervisorConfig{})
+	built, err := cfg.Supervise(config.Env{Clock: realtime.NewClock(), Partner: true, Ephemeral: true}, sup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	supDone := make(chan error, 1)
+	go func() { supDone <- sup.Serve(ctx) }()
+	testutil.WaitFor(t, fmt.Sprintf("%d recorded rows", rows), func() bool {
+		st, _ := rec.Streams()
+		return len(st) == 1 && st[0].Rows >= uint64(rows)
+	})
+	cancel()
+	<-supDone
+	<-recDone
+	for _, b := range built {
+		b.Close()
+	}
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, filepath.Join(dir, "run.arm.csv")
+}
+
+// A session of the in-memory plant, recorded, then replayed into the same
+// configuration: every recorded tick is answered, and the plant, which
+// moves on the tick grid (plant.Stepped), measures what was recorded, bit
+// for bit, when neither run was disturbed (a reply lost or late, an
+// overrun: a loaded machine's), which the result says.
+func TestReplayReproduces(t *testing.T) {
+	cfg, file := recordArm(t, 150)
+	track, err := Open(file, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if track.Period != 10*time.Millisecond || len(track.Meas[0]) != 5 || len(track.Cmd[0]) != 2 {
+		t.Fatalf("track: period %v, %d measured and %d commanded values", track.Period, len(track.Meas[0]), len(track.Cmd[0]))
+	}
+	res, err := Run(t.Context(), cfg, "arm", track, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Played == 0 || len(res.Fields) != 5 {
+		t.Fatalf("played %d ticks, %d fields", res.Played, len(res.Fields))
+	}
+	moved := false
+	for i := range track.Rows() {
+		moved = moved || track.Meas[i][3] != track.Meas[0][3]
+	}
+	if !moved {
+		t.Fatal("the recorded arm never moved: nothing to reproduce")
+	}
+	clean := res.Disturbed == 0
+	for i := range track.Rows() {
+		clean = clean && (i == 0 || track.Tick[i]-track.Tick[i-1] == 1)
+	}
+	var text strings.Builder
+	res.WriteText(&text)
+	if !clean {
+		t.Logf("a disturbed run (the machine is loaded): exactness not checked\n%s", text.String())
+		return
+	}
+	for _, f := range res.Fields {
+		if f.MaxAbs != 0 {
+			t.Errorf("%s: replayed differs from recorded by up to %g at row %d\n%s", f.Column, f.MaxAbs, f.AtRow, text.String())
+		}
+	}
+}
+
+// The player answers each running seq with the command of the tick of
+// the same seq, counted from the first, holds on the handshake and past
+// the recording, and keeps the measurement it was given.
+func TestPlayer(t *testing.T) {
+	tr := &Track{
+		Seq:       []int64{-1, 4, 5, 6},
+		Tick:      []int64{0, 1, 2, 3},
+		Meas:      [][]float64{{0}, {1}, {2}, {3}},
+		Cmd:       [][]float64{{0}, {10}, {20}, {99}},
+		Applied:   [][]float64{{0}, {10}, {20}, {30}},
+		AppliedOn: []bool{false, false, true, true},
+		Columns:   []string{"meas_x", "cmd_u", "applied_u"},
+	}
+	for _, tc := range []struct {
+		src  Source
+		want []float64 // the replies to seq −1 (handshake), 0, 1, 2, 3
+	}{
+		{Received, []float64{-1, 10, 20, 99, 99}},
+		{Applied, []float64{-1, 10, 20, 30, 30}},
+	} {
+		p := NewPlayer(tr, tc.src)
+		u := []float64{-1}
+		for seq := int64(-1); seq <= 3; seq++ {
+			p.Step(seq, []float64{float64(100 + seq)}, u)
+			if u[0] != tc.want[seq+1] {
+				t.Errorf("%v: seq %d answered %v, want %v", tc.src, seq, u[0], tc.want[seq+1])
+			}
+		}
+		select {
+		case <-p.Done():
+		default:
+			t.Errorf("%v: not done after the last recorded tick", tc.src)
+		}
+		if p.Played() != 3 || !p.got[1] || p.replayed[3][0] != 102 || p.got[0] {
+			t.Errorf("%v: played %d, got %v, replayed %v", tc.src, p.Played(), p.got, p.replayed)
+		}
+	}
+}
+
+// Step is the partner's hot path: it allocates nothing.
+func TestPlayerStepAllocatesNothing(t *testing.T) {
+	n := 1000
+	tr := &Track{Seq: make([]int64, n), Tick: make([]int64, n), Meas: make([][]float64, n), Cmd: make([][]float64, n),
+		Applied: make([][]float64, n), AppliedOn: make([]bool, n)}
+	for i := range n {
+		tr.Seq[i], tr.Tick[i] = int64(i), int64(i)
+		tr.Meas[i], tr.Cmd[i], tr.Applied[i] = []float64{0, 0}, []float64{1}, []float64{1}
+	}
+	p := NewPlayer(tr, Applied)
+	y, u := []float64{1, 2}, []float64{0}
+	seq := int64(-1)
+	if a := testing.AllocsPerRun(500, func() { seq++; p.Step(seq, y, u) }); a != 0 {
+		t.Errorf("Step allocates %v times", a)
+	}
+}
+
+// A recording that does not fit the link is refused before anything runs:
+// other columns, another rate, a real robot not asked for.
+func TestRefused(t *testing.T) {
+	cfg, file := recordArm(t, 20)
+	track, err := Open(file, "arm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	three := strings.NewReplacer("motors = 2", "motors = 3", "j = [10.0, 0.0, 0.0, 10.0, 1.0, 1.0]", "j = [10.0, 0.0, 0.0, 0.0, 10.0, 0.0, 1.0, 1.0, 1.0]",
+		"amplitude = [0.5, 0.3]", "amplitude = [0.5, 0.3, 0.1]", "frequency = [2.0, 3.0]", "frequency = [2.0, 3.0, 1.0]")
+	other, err := config.Parse([]byte(three.Replace(armDoc(100, ""))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(t.Context(), other, "arm", track, Options{}); !errors.Is(err, ErrShape) || !strings.Contains(err.Error(), "cmd_angles_3_rad") {
+		t.Errorf("3 motors: %v", err)
+	}
+	fast, err := config.Parse([]byte(armDoc(200, "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(t.Context(), fast, "arm", track, Options{}); !errors.Is(err, ErrShape) || !strings.Contains(err.Error(), "recorded every 10ms") {
+		t.Errorf("200 Hz: %v", err)
+	}
+	if _, err := Run(t.Context(), cfg, "hand", track, Options{}); err == nil || !strings.Contains(err.Error(), `no link "hand"`) {
+		t.Errorf("no such link: %v", err)
+	}
+	if _, err := Open(filepath.Join(filepath.Dir(file), "run.csv"), "leg"); err == nil || !strings.Contains(err.Error(), `no link "leg"`) {
+		t.Errorf("Open leg: %v", err)
+	}
+}

@@ -1,0 +1,222 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/labbridge/bridge/bridge"
+	"github.com/labbridge/bridge/internal/atomicfile"
+	"github.com/labbridge/bridge/internal/config"
+	"github.com/labbridge/bridge/realtime"
+	"github.com/labbridge/bridge/simulink"
+)
+
+// ErrReal is a replay into a plant whose devices are not all simulated,
+// which was not asked for explicitly.
+var ErrReal = errors.New("replay: the plant is a real robot")
+
+// Options say how a track is replayed.
+type Options struct {
+	Source Source
+	// Real allows a plant with real devices: the recorded commands then
+	// move the robot, through the link's limits, dead-man and halt.
+	Real   bool
+	Logger *slog.Logger
+}
+
+// Result is a replay's outcome: per recorded row, the measurement the
+// plant gave now (Replayed[i], when Got[i]).
+type Result struct {
+	Track    *Track
+	Source   Source
+	Replayed [][]float64
+	Got      []bool
+	Played   int
+	// Disturbed counts the replay's own ticks that did not run as recorded
+	// ticks do: a reply timed out, out of sequence or late, a period
+	// overrun, a re-handshake. After one, a plant's state may leave the
+	// recording's: the replay is exact only without.
+	Disturbed uint64
+	// Fields compares each measured value, recorded against replayed,
+	// over the rows replayed.
+	Fields []FieldDiff
+}
+
+// FieldDiff is one measured value's difference, replayed − recorded.
+type FieldDiff struct {
+	Column string  // the recording's column, meas_…
+	MaxAbs float64 // the largest |difference|
+	AtRow  int     // the row of MaxAbs
+	RMS    float64
+}
+
+// Run replays t into link of cfg (t.Check must pass): the link is built
+// and supervised as `bridge sim` runs it, on free loopback ports, with a
+// built-in partner that plays t (Player), until the last recorded tick is
+// answered or ctx ends. The link's plant is built as cfg says: a real
+// robot only with o.Real.
+func Run(ctx context.Context, cfg *config.Config, link string, t *Track, o Options) (*Result, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	var one *config.Link
+	for i := range cfg.Links {
+		if cfg.Links[i].Name == link {
+			one = &cfg.Links[i]
+		}
+	}
+	if one == nil {
+		return nil, fmt.Errorf("replay: the configuration has no link %q", link)
+	}
+	if err := t.Check(one); err != nil {
+		return nil, err
+	}
+	if !one.Plant.Simulated() && !o.Real {
+		return nil, fmt.Errorf("%w: link %q drives real devices (%s); the recorded commands would move it: pass -real to do so, or replay into a configuration whose plant is simulated",
+			ErrReal, one.Name, one.Plant.Summary())
+	}
+	sub := *cfg
+	sub.Links = []config.Link{*one}
+	p := NewPlayer(t, o.Source)
+	env := config.Env{Clock: realtime.NewClock(), Logger: o.Logger, Partner: true, Ephemeral: true, Replay: p}
+	sup := bridge.NewSupervisor(bridge.SupervisorConfig{Logger: o.Logger})
+	built, err := sub.Supervise(env, sup)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		for _, b := range built {
+			b.Close()
+		}
+	}()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-p.Done():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err = sup.Serve(ctx)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return nil, err
+	}
+	r := &Result{Track: t, Source: o.Source, Replayed: p.replayed, Got: p.got, Played: p.Played()}
+	if len(built) == 1 {
+		st := built[0].Master.Stats()
+		r.Disturbed = st.Status[simulink.Timeout] + st.Status[simulink.Desync] + st.Status[simulink.Reconnected] + st.Late + built[0].Link.Overruns()
+	}
+	r.compare()
+	select {
+	case <-p.Done():
+	default:
+		return r, fmt.Errorf("replay: stopped after %d of %d recorded ticks: %w", r.Played, len(p.row), context.Cause(ctx))
+	}
+	return r, nil
+}
+
+// compare fills r.Fields.
+func (r *Result) compare() {
+	m := 0
+	if r.Track.Rows() > 0 {
+		m = len(r.Track.Meas[0])
+	}
+	r.Fields = make([]FieldDiff, m)
+	for j := range m {
+		f := &r.Fields[j]
+		f.Column, f.AtRow = r.Track.Columns[j], -1
+		var sum float64
+		n := 0
+		for i, ok := range r.Got {
+			if !ok {
+				continue
+			}
+			d := r.Replayed[i][j] - r.Track.Meas[i][j]
+			if math.IsNaN(d) {
+				continue
+			}
+			sum += d * d
+			n++
+			if a := math.Abs(d); f.AtRow < 0 || a > f.MaxAbs {
+				f.MaxAbs, f.AtRow = a, i
+			}
+		}
+		if n > 0 {
+			f.RMS = math.Sqrt(sum / float64(n))
+		}
+	}
+}
+
+// WriteText says how the replay went and, per measured value, how far the
+// replay is from the recording.
+func (r *Result) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "replayed %d of %d recorded ticks of %s (%s commands, every %v)\n",
+		r.Played, r.Track.Rows(), r.Track.File, r.Source, r.Track.Period.Round(time.Microsecond))
+	if r.Disturbed > 0 {
+		fmt.Fprintf(w, "the replay's own ticks were disturbed %d time(s) (a reply timed out or late, an overrun): from the first, the plant may leave the recording\n", r.Disturbed)
+	}
+	fmt.Fprintf(w, "%-28s %14s %14s %8s\n", "replayed − recorded", "max |diff|", "rms", "at tick")
+	for _, f := range r.Fields {
+		at := "-"
+		if f.AtRow >= 0 {
+			at = strconv.FormatInt(r.Track.Tick[f.AtRow], 10)
+		}
+		if _, err := fmt.Fprintf(w, "%-28s %14.6g %14.6g %8s\n", f.Column, f.MaxAbs, f.RMS, at); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteCSV writes the replay tick by tick: the tick and seq, then for each
+// measured value the recorded, the replayed and their difference (empty
+// where a tick was not replayed).
+func (r *Result) WriteCSV(w io.Writer) error {
+	b := []byte("tick,seq")
+	for _, f := range r.Fields {
+		b = append(b, ",recorded_"+f.Column+",replayed_"+f.Column+",diff_"+f.Column...)
+	}
+	b = append(b, '\n')
+	for i := range r.Track.Rows() {
+		b = strconv.AppendInt(b, r.Track.Tick[i], 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, r.Track.Seq[i], 10)
+		for j := range r.Fields {
+			rec := r.Track.Meas[i][j]
+			b = append(b, ',')
+			b = strconv.AppendFloat(b, rec, 'g', -1, 64)
+			b = append(b, ',')
+			if r.Got[i] {
+				b = strconv.AppendFloat(b, r.Replayed[i][j], 'g', -1, 64)
+				b = append(b, ',')
+				b = strconv.AppendFloat(b, r.Replayed[i][j]-rec, 'g', -1, 64)
+			} else {
+				b = append(b, ',')
+			}
+		}
+		b = append(b, '\n')
+		if len(b) > 32<<10 {
+			if _, err := w.Write(b); err != nil {
+				return err
+			}
+			b = b[:0]
+		}
+	}
+	_, err := w.Write(b)
+	return err
+}
+
+// WriteFile writes the CSV of WriteCSV to path, whole or not at all.
+func (r *Result) WriteFile(path string) error {
+	if err := atomicfile.Write(path, 0o644, r.WriteCSV); err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
+	return nil
+}
