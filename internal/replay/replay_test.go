@@ -212,10 +212,31 @@ func TestRefused(t *testing.T) {
 	if _, err := Run(t.Context(), fast, "arm", track, Options{}); !errors.Is(err, ErrShape) || !strings.Contains(err.Error(), "recorded every 10ms") {
 		t.Errorf("200 Hz: %v", err)
 	}
+	handshake := *track
+	handshake.Seq = make([]int64, track.Rows())
+	for i := range handshake.Seq {
+		handshake.Seq[i] = -1
+	}
+	if _, err := Run(t.Context(), cfg, "arm", &handshake, Options{}); !errors.Is(err, ErrShape) || !strings.Contains(err.Error(), "nothing to replay") {
+		t.Errorf("only the handshake: %v", err)
+	}
 	if _, err := Run(t.Context(), cfg, "hand", track, Options{}); err == nil || !strings.Contains(err.Error(), `no link "hand"`) {
 		t.Errorf("no such link: %v", err)
 	}
 	if _, err := Open(filepath.Join(filepath.Dir(file), "run.csv"), "leg"); err == nil || !strings.Contains(err.Error(), `no link "leg"`) {
 		t.Errorf("Open leg: %v", err)
+	}
+
+	// A real arm: refused without -real, whatever the track.
+	real, err := config.Parse([]byte("[[link]]\nname = \"meca\"\nrate_hz = 100\n[link.loop]\npriority = 0\n[link.plant]\nkind = \"meca500\"\naddress = \"192.168.0.100\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := real.Links[0].Descriptor()
+	cols := record.Columns(&d, 0, 0)[len(record.Columns(nil, 0, 0)):]
+	arm := &Track{Link: "meca", File: "meca.csv", Seq: []int64{0}, Tick: []int64{0}, Columns: cols, AppliedOn: []bool{true},
+		Meas: [][]float64{make([]float64, d.Measure[0].Len)}, Cmd: [][]float64{{0}}, Applied: [][]float64{{0}}}
+	if _, err := Run(t.Context(), real, "meca", arm, Options{}); !errors.Is(err, ErrReal) || !strings.Contains(err.Error(), "pass -real") {
+		t.Errorf("a real arm: %v", err)
 	}
 }

@@ -81,9 +81,12 @@ func Run(ctx context.Context, cfg *config.Config, link string, t *Track, o Optio
 		return nil, fmt.Errorf("%w: link %q drives real devices (%s); the recorded commands would move it: pass -real to do so, or replay into a configuration whose plant is simulated",
 			ErrReal, one.Name, one.Plant.Summary())
 	}
+	p := NewPlayer(t, o.Source)
+	if len(p.row) == 0 {
+		return nil, fmt.Errorf("%w: %s holds no tick of a running link (every seq is the handshake's): nothing to replay", ErrShape, t.File)
+	}
 	sub := *cfg
 	sub.Links = []config.Link{*one}
-	p := NewPlayer(t, o.Source)
 	env := config.Env{Clock: realtime.NewClock(), Logger: o.Logger, Partner: true, Ephemeral: true, Replay: p}
 	sup := bridge.NewSupervisor(bridge.SupervisorConfig{Logger: o.Logger})
 	built, err := sub.Supervise(env, sup)
