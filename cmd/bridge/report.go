@@ -57,13 +57,16 @@ func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 
 // cmdReplay is `bridge replay FILE`: a recording's commands played into its
 // link's plant, tick for tick, through the link as bridge sim runs it, and
-// the measurements compared with those recorded (internal/replay).
+// the measurements compared with those recorded; or, with -to-host, its
+// measurements played to the Simulink host and its answers compared
+// (internal/replay).
 func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("replay", "replay FILE [-config FILE] [-link NAME] [-commands applied|received] [-real] [-out replay.csv]  (FILE: one link's CSV of bridge record, or run.csv with -link)", stderr)
+	fs := newFlagSet("replay", "replay FILE [-config FILE] [-link NAME] [-commands applied|received] [-real] [-to-host] [-out replay.csv]  (FILE: one link's CSV of bridge record, or run.csv with -link)", stderr)
 	cfgPath := fs.String("config", "", "the configuration the recording was made with (default ./bridge.toml, else the embedded default)")
 	link := fs.String("link", "", "the link to replay (default: the recording's only one)")
 	commands := fs.String("commands", "applied", `"applied": as the link accepted them (clamped to its limits); "received": as the host sent them`)
 	real := fs.Bool("real", false, "allow a plant with real devices: the recorded commands then move the robot, through the link's limits, dead-man and halt")
+	toHost := fs.Bool("to-host", false, "play the recorded measurements to the link's Simulink host (udp.remote) instead, as bridge run sends them, and compare its answers with those recorded; no plant is built")
 	out := fs.String("out", "", "also write the replay tick by tick to this CSV `file`: recorded, replayed and their difference per measured value")
 	file, err := parseWithFile(fs, args, "bridge replay: name the recording, like bridge replay run.emio.csv")
 	if err != nil {
@@ -87,7 +90,12 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	logger := logging.New(stderr, logging.Options{Format: "auto", Level: slog.LevelWarn, Terminal: termview.IsTerminal(stderr)})
-	res, err := replay.Run(ctx, cfg, track.Link, track, replay.Options{Source: src, Real: *real, Logger: logger})
+	run := replay.Run
+	if *toHost {
+		run = replay.RunHost
+		fmt.Fprintln(stdout, "waiting for the Simulink host: start the model now (Ctrl-C stops)")
+	}
+	res, err := run(ctx, cfg, track.Link, track, replay.Options{Source: src, Real: *real, Logger: logger})
 	if res != nil {
 		res.WriteText(stdout)
 	}

@@ -54,6 +54,13 @@ type Env struct {
 	// its seq (no one-tick delay), so that a command reaches the plant on
 	// the tick it was recorded on (internal/replay).
 	Replay simulink.Controller
+	// Plant, if set, stands in for the configured plant's devices, which
+	// are then not built (a replay that feeds recorded measurements to a
+	// host); its layout must be the configuration's.
+	Plant plant.Plant
+	// Recorder also sees every tick of the link (a replay); with a tap,
+	// both do.
+	Recorder bridge.TickRecorder
 }
 
 // Built is one link, built and ready to be supervised: add Link to a
@@ -211,7 +218,12 @@ func (l *Link) Build(env Env) (bb *Built, err error) {
 		env.Logger.Info("the reply socket's receive buffer is smaller than asked: raise net.core.rmem_max, or give the service CAP_NET_ADMIN",
 			"link", l.Name, "asked_bytes", rs.BufferAsked, "granted_bytes", rs.Buffer/2)
 	}
-	ps, err := l.Plant.build(b)
+	var ps *parts
+	if env.Plant != nil {
+		ps = &parts{plant: env.Plant}
+	} else {
+		ps, err = l.Plant.build(b)
+	}
 	built.Simulated, built.LabCamera = b.sim, b.lab
 	if ps != nil {
 		built.closers = append(built.closers, ps.closers...)
@@ -244,6 +256,12 @@ func (l *Link) Build(env Env) (bb *Built, err error) {
 		built.closers = append(built.closers, tp.Close)
 		built.Tap, lcfg.Recorder = tp, tp
 		built.Deps = append(built.Deps, bridge.Part{Name: "tap", Service: tp})
+	}
+	switch {
+	case env.Recorder != nil && lcfg.Recorder != nil:
+		lcfg.Recorder = recorders{lcfg.Recorder, env.Recorder}
+	case env.Recorder != nil:
+		lcfg.Recorder = env.Recorder
 	}
 	if built.Link, err = bridge.NewLink(lcfg, ps.plant, built.Master, env.Clock, loopObs, cmdObs, env.Logger); err != nil {
 		return nil, err
@@ -536,6 +554,14 @@ func DimsOf(lay plant.Layout) simulink.Dims {
 // plant's shape.
 func (l *Link) Controller() (simulink.Controller, error) {
 	return simulink.NewController(l.Partner.Controller, l.Dims(), l.RateHz)
+}
+
+// recorders hands every tick to two recorders.
+type recorders [2]bridge.TickRecorder
+
+func (r recorders) RecordTick(t *bridge.TickRecord) {
+	r[0].RecordTick(t)
+	r[1].RecordTick(t)
 }
 
 // loopFanout sends the loop's observations to two observers.

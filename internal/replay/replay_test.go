@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/labbridge/bridge/internal/record"
 	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/realtime"
+	"github.com/labbridge/bridge/simulink"
 )
 
 // armDoc is a link of the in-memory plant, driven by a sine, tapped to tap.
@@ -238,5 +240,69 @@ func TestRefused(t *testing.T) {
 		Meas: [][]float64{make([]float64, d.Measure[0].Len)}, Cmd: [][]float64{{0}}, Applied: [][]float64{{0}}}
 	if _, err := Run(t.Context(), real, "meca", arm, Options{}); !errors.Is(err, ErrReal) || !strings.Contains(err.Error(), "pass -real") {
 		t.Errorf("a real arm: %v", err)
+	}
+}
+
+// freePort is a loopback UDP port free a moment ago (the link binds its
+// reply port by number); the test skips when it is taken by then.
+func freePort(t *testing.T) string {
+	t.Helper()
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Skipf("no loopback UDP port: %v", err)
+	}
+	defer c.Close()
+	return c.LocalAddr().String()
+}
+
+// The recorded measurements played to a host that runs the recorded
+// session's model (the same sine, which counts seqs): it answers each
+// measurement as it did then, tick for tick.
+func TestReplayToHost(t *testing.T) {
+	cfg, file := recordArm(t, 120)
+	track, err := Open(file, "arm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl, err := cfg.Links[0].Controller()
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := freePort(t)
+	host, err := simulink.NewPartner(simulink.PartnerConfig{Listen: netip.MustParseAddrPort("127.0.0.1:0"), ReplyTo: netip.MustParseAddrPort(listen),
+		MeasureLen: 5, CommandLen: 2, Controller: ctl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	hostDone := make(chan error, 1)
+	go func() { hostDone <- host.Serve(ctx) }()
+	defer func() { cancel(); <-hostDone }()
+	doc := armDoc(100, "") + fmt.Sprintf("[link.udp]\nremote = %q\nlisten = %q\nbind = \"127.0.0.1:0\"\n", host.Addr().String(), listen)
+	hcfg, err := config.Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := RunHost(t.Context(), hcfg, "arm", track, Options{})
+	if err != nil {
+		if strings.Contains(err.Error(), "address already in use") {
+			t.Skipf("port %s taken meanwhile: %v", listen, err)
+		}
+		t.Fatal(err)
+	}
+	if res.Played == 0 || len(res.Fields) != 2 || !strings.HasPrefix(res.Fields[0].Column, "cmd_angles_1") {
+		t.Fatalf("played %d, fields %+v", res.Played, res.Fields)
+	}
+	var text strings.Builder
+	res.WriteText(&text)
+	if res.Disturbed > 0 {
+		t.Logf("a disturbed run (the machine is loaded): exactness not checked\n%s", text.String())
+		return
+	}
+	for _, f := range res.Fields {
+		if f.MaxAbs != 0 {
+			t.Errorf("%s: the host answered differently by up to %g at row %d\n%s", f.Column, f.MaxAbs, f.AtRow, text.String())
+		}
 	}
 }

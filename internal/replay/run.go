@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/labbridge/bridge/bridge"
@@ -30,27 +31,32 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Result is a replay's outcome: per recorded row, the measurement the
-// plant gave now (Replayed[i], when Got[i]).
+// Result is a replay's outcome: per recorded row, the vector the replay
+// gave now (Replayed[i], when Got[i]) beside the one recorded then
+// (Recorded[i]): what the plant measured (Run), or what the host answered
+// (RunHost).
 type Result struct {
 	Track    *Track
-	Source   Source
+	What     string // what was replayed, and where
+	Recorded [][]float64
 	Replayed [][]float64
 	Got      []bool
-	Played   int
+	// Columns name the values compared: the recording's meas_… or cmd_….
+	Columns []string
+	Played  int
 	// Disturbed counts the replay's own ticks that did not run as recorded
 	// ticks do: a reply timed out, out of sequence or late, a period
 	// overrun, a re-handshake. After one, a plant's state may leave the
 	// recording's: the replay is exact only without.
 	Disturbed uint64
-	// Fields compares each measured value, recorded against replayed,
-	// over the rows replayed.
+	// Fields compares each value, replayed against recorded, over the rows
+	// replayed.
 	Fields []FieldDiff
 }
 
-// FieldDiff is one measured value's difference, replayed − recorded.
+// FieldDiff is one value's difference, replayed − recorded.
 type FieldDiff struct {
-	Column string  // the recording's column, meas_…
+	Column string  // the recording's column
 	MaxAbs float64 // the largest |difference|
 	AtRow  int     // the row of MaxAbs
 	RMS    float64
@@ -62,19 +68,8 @@ type FieldDiff struct {
 // answered or ctx ends. The link's plant is built as cfg says: a real
 // robot only with o.Real.
 func Run(ctx context.Context, cfg *config.Config, link string, t *Track, o Options) (*Result, error) {
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	var one *config.Link
-	for i := range cfg.Links {
-		if cfg.Links[i].Name == link {
-			one = &cfg.Links[i]
-		}
-	}
-	if one == nil {
-		return nil, fmt.Errorf("replay: the configuration has no link %q", link)
-	}
-	if err := t.Check(one); err != nil {
+	one, err := pick(cfg, link, t)
+	if err != nil {
 		return nil, err
 	}
 	if !one.Plant.Simulated() && !o.Real {
@@ -83,65 +78,131 @@ func Run(ctx context.Context, cfg *config.Config, link string, t *Track, o Optio
 	}
 	p := NewPlayer(t, o.Source)
 	if len(p.row) == 0 {
-		return nil, fmt.Errorf("%w: %s holds no tick of a running link (every seq is the handshake's): nothing to replay", ErrShape, t.File)
+		return nil, noTick(t)
 	}
+	env := config.Env{Partner: true, Ephemeral: true, Replay: p}
+	disturbed, err := o.serve(ctx, cfg, one, env, p.Done())
+	r := &Result{Track: t, What: o.Source.String() + " commands into the plant", Recorded: t.Meas, Replayed: p.replayed, Got: p.got,
+		Columns: t.Columns[:len(t.Meas[0])], Played: p.Played(), Disturbed: disturbed}
+	return r.finish(err, len(p.row))
+}
+
+// RunHost plays t's measurements to the Simulink host of link in cfg, at
+// its udp.remote as `bridge run` sends them, one recorded running tick
+// after the other once the handshake is done, and keeps the command the
+// host answered on each beside the one recorded then (Feed), until the last
+// is sent or ctx ends. No plant is built: nothing moves.
+func RunHost(ctx context.Context, cfg *config.Config, link string, t *Track, o Options) (*Result, error) {
+	one, err := pick(cfg, link, t)
+	if err != nil {
+		return nil, err
+	}
+	f := NewFeed(t)
+	if len(f.rows) == 0 {
+		return nil, noTick(t)
+	}
+	env := config.Env{Plant: f, Recorder: f}
+	disturbed, err := o.serve(ctx, cfg, one, env, f.Done())
+	// Compared where both runs had a fresh reply: on a tick whose reply was
+	// lost the command column holds the one before.
+	played := 0
+	for i := range f.got {
+		f.got[i] = f.got[i] && t.Answered[i]
+		if f.got[i] {
+			played++
+		}
+	}
+	m := len(t.Meas[0])
+	r := &Result{Track: t, What: "measurements to the host at " + one.UDP.Remote + "; compared where both had a reply", Recorded: t.Cmd, Replayed: f.answer, Got: f.got,
+		Columns: t.Columns[m : m+len(t.Cmd[0])], Played: played, Disturbed: disturbed}
+	return r.finish(err, len(f.rows))
+}
+
+// pick is cfg's link of that name, if t fits it.
+func pick(cfg *config.Config, link string, t *Track) (*config.Link, error) {
+	for i := range cfg.Links {
+		if cfg.Links[i].Name == link {
+			return &cfg.Links[i], t.Check(&cfg.Links[i])
+		}
+	}
+	return nil, fmt.Errorf("replay: the configuration has no link %q", link)
+}
+
+func noTick(t *Track) error {
+	return fmt.Errorf("%w: %s holds no tick of a running link (every seq is the handshake's): nothing to replay", ErrShape, t.File)
+}
+
+// serve builds one, alone, with env and supervises it until done is
+// closed or ctx ends; it returns how many of the link's ticks were
+// disturbed (Result.Disturbed).
+func (o Options) serve(ctx context.Context, cfg *config.Config, one *config.Link, env config.Env, done <-chan struct{}) (uint64, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	env.Clock, env.Logger = realtime.NewClock(), o.Logger
 	sub := *cfg
 	sub.Links = []config.Link{*one}
-	env := config.Env{Clock: realtime.NewClock(), Logger: o.Logger, Partner: true, Ephemeral: true, Replay: p}
 	sup := bridge.NewSupervisor(bridge.SupervisorConfig{Logger: o.Logger})
 	built, err := sub.Supervise(env, sup)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	defer func() {
 		for _, b := range built {
 			b.Close()
 		}
 	}()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	wg.Go(func() {
 		select {
-		case <-p.Done():
-			cancel()
+		case <-done:
+			cancel(errFinished)
 		case <-ctx.Done():
 		}
-	}()
+	})
 	err = sup.Serve(ctx)
-	if err != nil && !errors.Is(err, context.Canceled) {
-		return nil, err
-	}
-	r := &Result{Track: t, Source: o.Source, Replayed: p.replayed, Got: p.got, Played: p.Played()}
-	if len(built) == 1 {
-		st := built[0].Master.Stats()
-		r.Disturbed = st.Status[simulink.Timeout] + st.Status[simulink.Desync] + st.Status[simulink.Reconnected] + st.Late + built[0].Link.Overruns()
-	}
-	r.compare()
+	cancel(nil)
+	wg.Wait()
+	st := built[0].Master.Stats()
+	disturbed := st.Status[simulink.Timeout] + st.Status[simulink.Desync] + st.Status[simulink.Reconnected] + st.Late + built[0].Link.Overruns()
 	select {
-	case <-p.Done():
+	case <-done:
+		return disturbed, nil
 	default:
-		return r, fmt.Errorf("replay: stopped after %d of %d recorded ticks: %w", r.Played, len(p.row), context.Cause(ctx))
+	}
+	if err == nil || errors.Is(err, context.Canceled) {
+		err = context.Cause(ctx)
+	}
+	return disturbed, err
+}
+
+// errFinished ends a replay's supervisor once the recording is played.
+var errFinished = errors.New("replay: finished")
+
+// finish compares what was replayed and says how far it got.
+func (r *Result) finish(err error, of int) (*Result, error) {
+	r.compare()
+	if err != nil {
+		return r, fmt.Errorf("replay: stopped after %d of %d recorded ticks: %w", r.Played, of, err)
 	}
 	return r, nil
 }
 
 // compare fills r.Fields.
 func (r *Result) compare() {
-	m := 0
-	if r.Track.Rows() > 0 {
-		m = len(r.Track.Meas[0])
-	}
-	r.Fields = make([]FieldDiff, m)
-	for j := range m {
+	r.Fields = make([]FieldDiff, len(r.Columns))
+	for j := range r.Fields {
 		f := &r.Fields[j]
-		f.Column, f.AtRow = r.Track.Columns[j], -1
+		f.Column, f.AtRow = r.Columns[j], -1
 		var sum float64
 		n := 0
 		for i, ok := range r.Got {
 			if !ok {
 				continue
 			}
-			d := r.Replayed[i][j] - r.Track.Meas[i][j]
+			d := r.Replayed[i][j] - r.Recorded[i][j]
 			if math.IsNaN(d) {
 				continue
 			}
@@ -157,13 +218,13 @@ func (r *Result) compare() {
 	}
 }
 
-// WriteText says how the replay went and, per measured value, how far the
+// WriteText says how the replay went and, per value compared, how far the
 // replay is from the recording.
 func (r *Result) WriteText(w io.Writer) error {
-	fmt.Fprintf(w, "replayed %d of %d recorded ticks of %s (%s commands, every %v)\n",
-		r.Played, r.Track.Rows(), r.Track.File, r.Source, r.Track.Period.Round(time.Microsecond))
+	fmt.Fprintf(w, "replayed %d of %d recorded ticks of %s (%s, every %v)\n",
+		r.Played, r.Track.Rows(), r.Track.File, r.What, r.Track.Period.Round(time.Microsecond))
 	if r.Disturbed > 0 {
-		fmt.Fprintf(w, "the replay's own ticks were disturbed %d time(s) (a reply timed out or late, an overrun): from the first, the plant may leave the recording\n", r.Disturbed)
+		fmt.Fprintf(w, "the replay's own ticks were disturbed %d time(s) (a reply timed out or late, an overrun): from the first, the replay may leave the recording\n", r.Disturbed)
 	}
 	fmt.Fprintf(w, "%-28s %14s %14s %8s\n", "replayed − recorded", "max |diff|", "rms", "at tick")
 	for _, f := range r.Fields {
@@ -179,7 +240,7 @@ func (r *Result) WriteText(w io.Writer) error {
 }
 
 // WriteCSV writes the replay tick by tick: the tick and seq, then for each
-// measured value the recorded, the replayed and their difference (empty
+// value compared the recorded, the replayed and their difference (empty
 // where a tick was not replayed).
 func (r *Result) WriteCSV(w io.Writer) error {
 	b := []byte("tick,seq")
@@ -192,7 +253,7 @@ func (r *Result) WriteCSV(w io.Writer) error {
 		b = append(b, ',')
 		b = strconv.AppendInt(b, r.Track.Seq[i], 10)
 		for j := range r.Fields {
-			rec := r.Track.Meas[i][j]
+			rec := r.Recorded[i][j]
 			b = append(b, ',')
 			b = strconv.AppendFloat(b, rec, 'g', -1, 64)
 			b = append(b, ',')

@@ -15,6 +15,7 @@ import (
 	"github.com/labbridge/bridge/internal/config"
 	"github.com/labbridge/bridge/internal/record"
 	"github.com/labbridge/bridge/internal/report"
+	"github.com/labbridge/bridge/simulink"
 )
 
 // ErrShape is a recording that does not fit the link it is replayed into.
@@ -31,6 +32,9 @@ type Track struct {
 	// the command received, the command applied (when AppliedOn).
 	Meas, Cmd, Applied [][]float64
 	AppliedOn          []bool
+	// Answered: the tick got a fresh reply (OK or OK_NO_DELAY); on the
+	// others the command column holds the last one.
+	Answered []bool
 	// Columns are the file's vector columns, meas_, cmd_ then applied_.
 	Columns []string
 	// Period is the recorded tick grid's: the median step of the deadline
@@ -67,7 +71,7 @@ func trackOf(l *report.Link) (*Track, error) {
 	if n == 0 {
 		return nil, fmt.Errorf("%w: %s holds no tick", ErrShape, l.File)
 	}
-	t := &Track{Link: l.Name, File: l.File, Seq: l.Seq, Tick: l.Tick, AppliedOn: make([]bool, n)}
+	t := &Track{Link: l.Name, File: l.File, Seq: l.Seq, Tick: l.Tick, AppliedOn: make([]bool, n), Answered: make([]bool, n)}
 	rows := func(sigs []*report.Signal) [][]float64 {
 		flat := make([]float64, n*len(sigs))
 		out := make([][]float64, n)
@@ -87,6 +91,7 @@ func trackOf(l *report.Link) (*Track, error) {
 	}
 	for i, f := range l.Flags {
 		t.AppliedOn[i] = f&report.FlagApplied != 0
+		t.Answered[i] = simulink.Status(l.Status[i]).Success()
 	}
 	var steps []float64
 	for i := 1; i < n; i++ {
