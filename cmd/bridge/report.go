@@ -17,12 +17,12 @@ import (
 // pageError is a page that could not be written: the path and the
 // reason in a user's words.
 type pageError struct {
-	path string
-	err  error
+	cmd, path string
+	err       error
 }
 
 func (e *pageError) Error() string {
-	return fmt.Sprintf("bridge report: cannot write %s: %s", e.path, record.Explain(e.path, e.err))
+	return fmt.Sprintf("bridge %s: cannot write %s: %s", e.cmd, e.path, record.Explain(e.path, e.err))
 }
 
 func (e *pageError) Unwrap() error { return e.err }
@@ -43,7 +43,7 @@ func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 	r := report.Build(rec)
 	// Through a temporary file: a failure leaves an older page whole.
 	if err := r.WriteFile(*out); err != nil {
-		return &pageError{*out, err}
+		return &pageError{"report", *out, err}
 	}
 	fmt.Fprintf(stdout, "wrote %s: %s, %d link(s)\n", *out, rec.Name, len(rec.Links))
 	for i, l := range rec.Links {
@@ -61,13 +61,14 @@ func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 // measurements played to the Simulink host and its answers compared
 // (internal/replay).
 func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("replay", "replay FILE [-config FILE] [-link NAME] [-commands applied|received] [-real] [-to-host] [-out replay.csv]  (FILE: one link's CSV of bridge record, or run.csv with -link)", stderr)
+	fs := newFlagSet("replay", "replay FILE [-config FILE] [-link NAME] [-commands applied|received] [-real] [-to-host] [-out replay.csv] [-report replay.html]  (FILE: one link's CSV of bridge record, or run.csv with -link)", stderr)
 	cfgPath := fs.String("config", "", "the configuration the recording was made with (default ./bridge.toml, else the embedded default)")
 	link := fs.String("link", "", "the link to replay (default: the recording's only one)")
 	commands := fs.String("commands", "applied", `"applied": as the link accepted them (clamped to its limits); "received": as the host sent them`)
 	real := fs.Bool("real", false, "allow a plant with real devices: the recorded commands then move the robot, through the link's limits, dead-man and halt")
 	toHost := fs.Bool("to-host", false, "play the recorded measurements to the link's Simulink host (udp.remote) instead, as bridge run sends them, and compare its answers with those recorded; no plant is built")
 	out := fs.String("out", "", "also write the replay tick by tick to this CSV `file`: recorded, replayed and their difference per measured value")
+	page := fs.String("report", "", "also write a page to this HTML `file`: per field, the recorded and replayed values overlaid, and their difference")
 	file, err := parseWithFile(fs, args, "bridge replay: name the recording, like bridge replay run.emio.csv")
 	if err != nil {
 		return err
@@ -107,6 +108,12 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return fmt.Errorf("bridge %w", err)
 		}
 		fmt.Fprintf(stdout, "wrote %s\n", *out)
+	}
+	if *page != "" {
+		if err := res.Comparison().WriteFile(*page); err != nil {
+			return &pageError{"replay", *page, err}
+		}
+		fmt.Fprintf(stdout, "wrote %s\n", *page)
 	}
 	return nil
 }

@@ -8,12 +8,14 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/labbridge/bridge/bridge"
 	"github.com/labbridge/bridge/internal/atomicfile"
 	"github.com/labbridge/bridge/internal/config"
+	"github.com/labbridge/bridge/internal/report"
 	"github.com/labbridge/bridge/realtime"
 	"github.com/labbridge/bridge/simulink"
 )
@@ -218,11 +220,25 @@ func (r *Result) compare() {
 	}
 }
 
+// overruns counts the recorded ticks replayed after skipped periods.
+func (r *Result) overruns() int {
+	n := 0
+	for i, ok := range r.Got {
+		if ok && r.Track.Overran[i] {
+			n++
+		}
+	}
+	return n
+}
+
 // WriteText says how the replay went and, per value compared, how far the
 // replay is from the recording.
 func (r *Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "replayed %d of %d recorded ticks of %s (%s, every %v)\n",
 		r.Played, r.Track.Rows(), r.Track.File, r.What, r.Track.Period.Round(time.Microsecond))
+	if n := r.overruns(); n > 0 {
+		fmt.Fprintf(w, "the recording skipped periods before %d tick(s) (the machine paused), which the replay ran: from each, the replay may leave the recording\n", n)
+	}
 	if r.Disturbed > 0 {
 		fmt.Fprintf(w, "the replay's own ticks were disturbed %d time(s) (a reply timed out or late, an overrun): from the first, the replay may leave the recording\n", r.Disturbed)
 	}
@@ -283,4 +299,32 @@ func (r *Result) WriteFile(path string) error {
 		return fmt.Errorf("replay: %w", err)
 	}
 	return nil
+}
+
+// Comparison is the replay as a page (report.Comparison): per field, the
+// recorded and the replayed values overlaid, and their difference.
+func (r *Result) Comparison() *report.Comparison {
+	n := r.Track.Rows()
+	at := make([]float64, n)
+	for i := range at {
+		at[i] = float64(r.Track.Tick[i]-r.Track.Tick[0]) * r.Track.Period.Seconds()
+	}
+	var text strings.Builder
+	r.WriteText(&text)
+	lines := strings.Split(strings.TrimSpace(text.String()), "\n")
+	summary := lines[:1]
+	for _, l := range lines[1:] {
+		if strings.HasPrefix(l, "the ") {
+			summary = append(summary, l)
+		}
+	}
+	c := report.NewComparison(r.Track.File, r.What, summary, r.Columns, at, r.Recorded, r.Replayed, r.Got)
+	for _, f := range r.Fields {
+		d := report.Diff{Column: f.Column, Max: f.MaxAbs, RMS: f.RMS, At: "-"}
+		if f.AtRow >= 0 {
+			d.At = strconv.FormatInt(r.Track.Tick[f.AtRow], 10)
+		}
+		c.Diffs = append(c.Diffs, d)
+	}
+	return c
 }

@@ -35,6 +35,9 @@ type Track struct {
 	// Answered: the tick got a fresh reply (OK or OK_NO_DELAY); on the
 	// others the command column holds the last one.
 	Answered []bool
+	// Overran: whole periods were skipped just before the tick (a pause
+	// of the machine); a replay runs them.
+	Overran []bool
 	// Columns are the file's vector columns, meas_, cmd_ then applied_.
 	Columns []string
 	// Period is the recorded tick grid's: the median step of the deadline
@@ -71,7 +74,7 @@ func trackOf(l *report.Link) (*Track, error) {
 	if n == 0 {
 		return nil, fmt.Errorf("%w: %s holds no tick", ErrShape, l.File)
 	}
-	t := &Track{Link: l.Name, File: l.File, Seq: l.Seq, Tick: l.Tick, AppliedOn: make([]bool, n), Answered: make([]bool, n)}
+	t := &Track{Link: l.Name, File: l.File, Seq: l.Seq, Tick: l.Tick, AppliedOn: make([]bool, n), Answered: make([]bool, n), Overran: make([]bool, n)}
 	rows := func(sigs []*report.Signal) [][]float64 {
 		flat := make([]float64, n*len(sigs))
 		out := make([][]float64, n)
@@ -92,6 +95,7 @@ func trackOf(l *report.Link) (*Track, error) {
 	for i, f := range l.Flags {
 		t.AppliedOn[i] = f&report.FlagApplied != 0
 		t.Answered[i] = simulink.Status(l.Status[i]).Success()
+		t.Overran[i] = f&report.FlagOverrun != 0
 	}
 	var steps []float64
 	for i := 1; i < n; i++ {
