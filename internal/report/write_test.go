@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -52,5 +54,43 @@ func TestWriteFile(t *testing.T) {
 	}
 	if again, _ := os.ReadFile(path); !bytes.Equal(again, got) {
 		t.Error("the older page changed")
+	}
+}
+
+// A replay's page: per field the overlay and the difference, the table of
+// differences; ticks not replayed leave a gap, not a zero.
+func TestComparison(t *testing.T) {
+	n := 200
+	at := make([]float64, n)
+	rec, rep := make([][]float64, n), make([][]float64, n)
+	got := make([]bool, n)
+	for i := range n {
+		at[i] = float64(i) / 100
+		rec[i] = []float64{math.Sin(at[i]), math.Cos(at[i]), 250}
+		rep[i] = []float64{math.Sin(at[i]) + 0.01, math.Cos(at[i]), 250}
+		got[i] = i%50 != 7
+	}
+	c := NewComparison("run.arm.csv", "applied commands into the plant", []string{"replayed 196 of 200"},
+		[]string{"meas_angles_1_rad", "meas_angles_2_rad", "meas_depth_mm"}, at, rec, rep, got)
+	c.Diffs = []Diff{{Column: "meas_angles_1_rad", Max: 0.01, RMS: 0.01, At: "3"}}
+	if !math.IsNaN(c.Replayed[0].Values[7]) || c.Replayed[0].Values[8] != rep[8][0] {
+		t.Errorf("a tick not replayed is %v, want NaN", c.Replayed[0].Values[7])
+	}
+	if c.Recorded[0].Field != "angles" || c.Recorded[0].Index != 1 || c.Recorded[2].Field != "depth" || c.Recorded[2].Unit != "mm" {
+		t.Errorf("columns parsed as %+v, %+v", *c.Recorded[0], *c.Recorded[2])
+	}
+	var b strings.Builder
+	if err := c.WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{"<h1>run.arm.csv<small>replayed</small></h1>", "applied commands into the plant", "replayed 196 of 200",
+		"<td>meas_angles_1_rad</td><td>0.01</td>", "<b>angles (rad)</b>", "<b>replayed − recorded, angles (rad)</b>", "<b>depth (mm)</b>"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if got := strings.Count(page, "<svg"); got != 4 {
+		t.Errorf("%d plots, want 4 (two fields, overlay and difference)", got)
 	}
 }
