@@ -92,6 +92,11 @@ type LinkConfig struct {
 	Margin time.Duration
 	// Recorder, when set, gets every exchanged tick (a telemetry tap).
 	Recorder TickRecorder
+	// PlantTime, when set, is the time a plant.Stepped plant is told for a
+	// tick of this deadline (nil: the deadline): a replay tells it the
+	// recorded tick's. It runs on the loop thread and must not block or
+	// allocate.
+	PlantTime func(deadline int64) int64
 	// Hold is how long the plant's measurement may lack (plant.Lacker,
 	// plant.Readier) before the link leaves running for degraded; 0 means
 	// DefaultHold. A camera that starts, or skips a frame, is no failure.
@@ -551,7 +556,11 @@ func (l *Link) Tick(ti *TickInfo) {
 	measured := false
 	if up {
 		if l.stepped != nil {
-			l.stepped.StepTo(ti.Deadline)
+			at := ti.Deadline
+			if l.cfg.PlantTime != nil {
+				at = l.cfg.PlantTime(at)
+			}
+			l.stepped.StepTo(at)
 		}
 		if err := l.plant.Measure(l.meas); err != nil {
 			l.fail(err)

@@ -61,6 +61,8 @@ type Env struct {
 	// Recorder also sees every tick of the link (a replay); with a tap,
 	// both do.
 	Recorder bridge.TickRecorder
+	// PlantTime is bridge.LinkConfig.PlantTime (a replay's).
+	PlantTime func(deadline int64) int64
 }
 
 // Built is one link, built and ready to be supervised: add Link to a
@@ -235,6 +237,7 @@ func (l *Link) Build(env Env) (bb *Built, err error) {
 	built.Plant = ps.plant
 	lcfg := l.LinkConfig()
 	lcfg.Loop.Trigger = ps.trigger
+	lcfg.PlantTime = env.PlantTime
 	lcfg.Loop.Pacer = ps.pacer
 	built.views = ps.views
 	var loopObs bridge.LoopObserver

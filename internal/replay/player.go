@@ -42,9 +42,12 @@ type Player struct {
 	replayed [][]float64
 	got      []bool
 	played   atomic.Int64
-	last     int // the row whose answer ends the replay
-	done     chan struct{}
-	once     sync.Once
+	// at is the recorded time of the tick the link runs next (Time): the
+	// row after the last seq answered.
+	at   atomic.Int64
+	last int // the row whose answer ends the replay
+	done chan struct{}
+	once sync.Once
 }
 
 // NewPlayer prepares t's replay with the commands of src.
@@ -73,6 +76,8 @@ func NewPlayer(t *Track, src Source) *Player {
 	}
 	if p.last < 0 {
 		close(p.done) // nothing to play
+	} else {
+		p.at.Store(t.At[p.row[p.s0]])
 	}
 	return p
 }
@@ -106,10 +111,20 @@ func (p *Player) Step(seq int64, y []float64, u []float64) {
 	} else {
 		copy(u, p.t.Applied[i])
 	}
+	if j, ok := p.row[seq-p.first+p.s0+1]; ok {
+		p.at.Store(p.t.At[j])
+	}
 	if i == p.last {
 		p.once.Do(func() { close(p.done) })
 	}
 }
+
+// Time is bridge.LinkConfig.PlantTime for a stepped plant: the recorded
+// time of the tick the link runs next, so that the plant moves as it did
+// then, a period the recording skipped included, at any replay speed. A
+// reply that came after its tick leaves the time of the tick before (the
+// replay counts it as disturbed).
+func (p *Player) Time(int64) int64 { return p.at.Load() }
 
 // Done is closed once the last recorded tick has been answered.
 func (p *Player) Done() <-chan struct{} { return p.done }

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/netip"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -91,13 +90,19 @@ func recordArm(t *testing.T, rows int) (*config.Config, string) {
 }
 
 // A session of the in-memory plant, recorded, then replayed into the same
-// configuration: every recorded tick is answered, and the plant, which
-// moves on the tick grid (plant.Stepped), measures what was recorded, bit
-// for bit, when the recording skipped no period and the replay was not
-// disturbed (a reply lost or late, an overrun: a loaded machine's), which
-// the result says.
+// configuration, at the recorded rate and five times faster: every
+// recorded tick is answered, and the plant, which moves on the tick grid
+// (plant.Stepped) and is told the recorded times, measures what was
+// recorded, bit for bit, when the replay lost no reply and got none late
+// (a loaded machine's), which the result says.
 func TestReplayReproduces(t *testing.T) {
 	cfg, file := recordArm(t, 150)
+	for _, speed := range []float64{1, 5} {
+		t.Run(fmt.Sprintf("%g×", speed), func(t *testing.T) { replayArm(t, cfg, file, speed) })
+	}
+}
+
+func replayArm(t *testing.T, cfg *config.Config, file string, speed float64) {
 	track, err := Open(file, "")
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +110,7 @@ func TestReplayReproduces(t *testing.T) {
 	if track.Period != 10*time.Millisecond || len(track.Meas[0]) != 5 || len(track.Cmd[0]) != 2 {
 		t.Fatalf("track: period %v, %d measured and %d commanded values", track.Period, len(track.Meas[0]), len(track.Cmd[0]))
 	}
-	res, err := Run(t.Context(), cfg, "arm", track, Options{})
+	res, err := Run(t.Context(), cfg, "arm", track, Options{Speed: speed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,9 +124,10 @@ func TestReplayReproduces(t *testing.T) {
 	if !moved {
 		t.Fatal("the recorded arm never moved: nothing to reproduce")
 	}
-	// A pause of the machine skips periods: in the recording, the replay
-	// runs them; in the replay, it is disturbed.
-	clean := res.Disturbed == 0 && !slices.Contains(track.Overran, true)
+	// A pause of the machine that skipped periods of the recording is
+	// replayed (the plant is told the recorded times); a reply the replay
+	// lost or got late is not.
+	clean := res.Disturbed == 0
 	var text strings.Builder
 	res.WriteText(&text)
 	if !clean {
@@ -142,6 +148,7 @@ func TestPlayer(t *testing.T) {
 	tr := &Track{
 		Seq:       []int64{-1, 4, 5, 6},
 		Tick:      []int64{0, 1, 2, 3},
+		At:        []int64{0, 10, 30, 40},
 		Meas:      [][]float64{{0}, {1}, {2}, {3}},
 		Cmd:       [][]float64{{0}, {10}, {20}, {99}},
 		Applied:   [][]float64{{0}, {10}, {20}, {30}},
@@ -157,10 +164,17 @@ func TestPlayer(t *testing.T) {
 	} {
 		p := NewPlayer(tr, tc.src)
 		u := []float64{-1}
+		wantAt := []int64{10, 30, 40, 40, 40} // the recorded time of the tick after each seq
+		if got := p.Time(0); got != 10 {
+			t.Errorf("%v: before the first seq, time %d, want 10 (the first running tick's)", tc.src, got)
+		}
 		for seq := int64(-1); seq <= 3; seq++ {
 			p.Step(seq, []float64{float64(100 + seq)}, u)
 			if u[0] != tc.want[seq+1] {
 				t.Errorf("%v: seq %d answered %v, want %v", tc.src, seq, u[0], tc.want[seq+1])
+			}
+			if got := p.Time(0); got != wantAt[seq+1] {
+				t.Errorf("%v: after seq %d, time %d, want %d", tc.src, seq, got, wantAt[seq+1])
 			}
 		}
 		select {
@@ -177,7 +191,7 @@ func TestPlayer(t *testing.T) {
 // Step is the partner's hot path: it allocates nothing.
 func TestPlayerStepAllocatesNothing(t *testing.T) {
 	n := 1000
-	tr := &Track{Seq: make([]int64, n), Tick: make([]int64, n), Meas: make([][]float64, n), Cmd: make([][]float64, n),
+	tr := &Track{Seq: make([]int64, n), Tick: make([]int64, n), At: make([]int64, n), Meas: make([][]float64, n), Cmd: make([][]float64, n),
 		Applied: make([][]float64, n), AppliedOn: make([]bool, n)}
 	for i := range n {
 		tr.Seq[i], tr.Tick[i] = int64(i), int64(i)
@@ -230,6 +244,9 @@ func TestRefused(t *testing.T) {
 		t.Errorf("Open leg: %v", err)
 	}
 
+	if _, err := Run(t.Context(), cfg, "arm", track, Options{Speed: 0.5}); !errors.Is(err, ErrSpeed) {
+		t.Errorf("half speed: %v", err)
+	}
 	// A real arm: refused without -real, whatever the track.
 	real, err := config.Parse([]byte("[[link]]\nname = \"meca\"\nrate_hz = 100\n[link.loop]\npriority = 0\n[link.plant]\nkind = \"meca500\"\naddress = \"192.168.0.100\"\n"))
 	if err != nil {
@@ -237,10 +254,18 @@ func TestRefused(t *testing.T) {
 	}
 	d := real.Links[0].Descriptor()
 	cols := record.Columns(&d, 0, 0)[len(record.Columns(nil, 0, 0)):]
-	arm := &Track{Link: "meca", File: "meca.csv", Seq: []int64{0}, Tick: []int64{0}, Columns: cols, AppliedOn: []bool{true},
+	arm := &Track{Link: "meca", File: "meca.csv", Seq: []int64{0}, Tick: []int64{0}, At: []int64{0}, Columns: cols, AppliedOn: []bool{true},
 		Meas: [][]float64{make([]float64, d.Measure[0].Len)}, Cmd: [][]float64{{0}}, Applied: [][]float64{{0}}}
 	if _, err := Run(t.Context(), real, "meca", arm, Options{}); !errors.Is(err, ErrReal) || !strings.Contains(err.Error(), "pass -real") {
 		t.Errorf("a real arm: %v", err)
+	}
+	// A simulated arm keeps its own time: only at the recorded rate.
+	simArm, err := config.Parse([]byte("[[link]]\nname = \"meca\"\nrate_hz = 100\n[link.loop]\npriority = 0\n[link.plant]\nkind = \"meca500\"\naddress = \"sim\"\nmonitoring_interval = \"4ms\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(t.Context(), simArm, "meca", arm, Options{Speed: 2}); !errors.Is(err, ErrSpeed) || !strings.Contains(err.Error(), "keeps its own time") {
+		t.Errorf("a simulated arm at 2×: %v", err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,9 +17,16 @@ import (
 	"github.com/labbridge/bridge/internal/atomicfile"
 	"github.com/labbridge/bridge/internal/config"
 	"github.com/labbridge/bridge/internal/report"
+	"github.com/labbridge/bridge/plant"
 	"github.com/labbridge/bridge/realtime"
 	"github.com/labbridge/bridge/simulink"
 )
+
+// ErrSpeed is a replay faster than recorded that cannot be.
+var ErrSpeed = errors.New("replay: cannot replay at that speed")
+
+// maxSpeed bounds Options.Speed.
+const maxSpeed = 100
 
 // ErrReal is a replay into a plant whose devices are not all simulated,
 // which was not asked for explicitly.
@@ -29,7 +37,11 @@ type Options struct {
 	Source Source
 	// Real allows a plant with real devices: the recorded commands then
 	// move the robot, through the link's limits, dead-man and halt.
-	Real   bool
+	Real bool
+	// Speed runs the link this many times faster than it was recorded
+	// (0 or 1: as recorded): only into a plant that moves on the tick
+	// grid (plant.Stepped), which is told the recorded times.
+	Speed  float64
 	Logger *slog.Logger
 }
 
@@ -54,6 +66,9 @@ type Result struct {
 	// Fields compares each value, replayed against recorded, over the rows
 	// replayed.
 	Fields []FieldDiff
+	// ranSkips: the plant kept its own time, so a period the recording
+	// skipped was a tick like any other in the replay.
+	ranSkips bool
 }
 
 // FieldDiff is one value's difference, replayed − recorded.
@@ -82,10 +97,14 @@ func Run(ctx context.Context, cfg *config.Config, link string, t *Track, o Optio
 	if len(p.row) == 0 {
 		return nil, noTick(t)
 	}
-	env := config.Env{Partner: true, Ephemeral: true, Replay: p}
-	disturbed, err := o.serve(ctx, cfg, one, env, p.Done())
-	r := &Result{Track: t, What: o.Source.String() + " commands into the plant", Recorded: t.Meas, Replayed: p.replayed, Got: p.got,
-		Columns: t.Columns[:len(t.Meas[0])], Played: p.Played(), Disturbed: disturbed}
+	env := config.Env{Partner: true, Ephemeral: true, Replay: p, PlantTime: p.Time}
+	rn, err := o.serve(ctx, cfg, one, env, p.Done())
+	what := o.Source.String() + " commands into the plant"
+	if rn.stepped {
+		what += fmt.Sprintf(", on the recorded times at %g× the rate", cmp.Or(o.Speed, 1))
+	}
+	r := &Result{Track: t, What: what, Recorded: t.Meas, Replayed: p.replayed, Got: p.got,
+		Columns: t.Columns[:len(t.Meas[0])], Played: p.Played(), Disturbed: rn.disturbed, ranSkips: !rn.stepped}
 	return r.finish(err, len(p.row))
 }
 
@@ -104,7 +123,7 @@ func RunHost(ctx context.Context, cfg *config.Config, link string, t *Track, o O
 		return nil, noTick(t)
 	}
 	env := config.Env{Plant: f, Recorder: f}
-	disturbed, err := o.serve(ctx, cfg, one, env, f.Done())
+	rn, err := o.serve(ctx, cfg, one, env, f.Done())
 	// Compared where both runs had a fresh reply: on a tick whose reply was
 	// lost the command column holds the one before.
 	played := 0
@@ -116,7 +135,7 @@ func RunHost(ctx context.Context, cfg *config.Config, link string, t *Track, o O
 	}
 	m := len(t.Meas[0])
 	r := &Result{Track: t, What: "measurements to the host at " + one.UDP.Remote + "; compared where both had a reply", Recorded: t.Cmd, Replayed: f.answer, Got: f.got,
-		Columns: t.Columns[m : m+len(t.Cmd[0])], Played: played, Disturbed: disturbed}
+		Columns: t.Columns[m : m+len(t.Cmd[0])], Played: played, Disturbed: rn.disturbed}
 	return r.finish(err, len(f.rows))
 }
 
@@ -134,26 +153,47 @@ func noTick(t *Track) error {
 	return fmt.Errorf("%w: %s holds no tick of a running link (every seq is the handshake's): nothing to replay", ErrShape, t.File)
 }
 
+// ran is what serve saw of the link: its disturbed ticks
+// (Result.Disturbed), and whether its plant was told the recorded times.
+type ran struct {
+	disturbed uint64
+	stepped   bool
+}
+
 // serve builds one, alone, with env and supervises it until done is
-// closed or ctx ends; it returns how many of the link's ticks were
-// disturbed (Result.Disturbed).
-func (o Options) serve(ctx context.Context, cfg *config.Config, one *config.Link, env config.Env, done <-chan struct{}) (uint64, error) {
+// closed or ctx ends.
+func (o Options) serve(ctx context.Context, cfg *config.Config, one *config.Link, env config.Env, done <-chan struct{}) (ran, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	env.Clock, env.Logger = realtime.NewClock(), o.Logger
 	sub := *cfg
 	sub.Links = []config.Link{*one}
+	speed := cmp.Or(o.Speed, 1)
+	if speed != 1 {
+		if speed < 1 || speed > maxSpeed || env.PlantTime == nil {
+			return ran{}, fmt.Errorf("%w: speed %g: want 1 to %d times the recorded rate, and commands into a plant", ErrSpeed, speed, maxSpeed)
+		}
+		sub.Links[0].RateHz *= speed
+		if err := sub.Validate(); err != nil {
+			return ran{}, fmt.Errorf("%w: at %g times the rate: %w", ErrSpeed, speed, err)
+		}
+	}
 	sup := bridge.NewSupervisor(bridge.SupervisorConfig{Logger: o.Logger})
 	built, err := sub.Supervise(env, sup)
 	if err != nil {
-		return 0, err
+		return ran{}, err
 	}
 	defer func() {
 		for _, b := range built {
 			b.Close()
 		}
 	}()
+	_, stepped := built[0].Plant.(plant.Stepped)
+	stepped = stepped && env.PlantTime != nil
+	if speed != 1 && !stepped {
+		return ran{}, fmt.Errorf("%w: link %q's plant (%s) keeps its own time, so it replays only at the recorded rate", ErrSpeed, one.Name, one.Plant.Summary())
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
@@ -168,16 +208,21 @@ func (o Options) serve(ctx context.Context, cfg *config.Config, one *config.Link
 	cancel(nil)
 	wg.Wait()
 	st := built[0].Master.Stats()
-	disturbed := st.Status[simulink.Timeout] + st.Status[simulink.Desync] + st.Status[simulink.Reconnected] + st.Late + built[0].Link.Overruns()
+	r := ran{stepped: stepped,
+		disturbed: st.Status[simulink.Timeout] + st.Status[simulink.Desync] + st.Status[simulink.Reconnected] + st.Late}
+	if !stepped {
+		// Told the recorded times, a plant does not see an overrun.
+		r.disturbed += built[0].Link.Overruns()
+	}
 	select {
 	case <-done:
-		return disturbed, nil
+		return r, nil
 	default:
 	}
 	if err == nil || errors.Is(err, context.Canceled) {
 		err = context.Cause(ctx)
 	}
-	return disturbed, err
+	return r, err
 }
 
 // errFinished ends a replay's supervisor once the recording is played.
@@ -236,7 +281,7 @@ func (r *Result) overruns() int {
 func (r *Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "replayed %d of %d recorded ticks of %s (%s, every %v)\n",
 		r.Played, r.Track.Rows(), r.Track.File, r.What, r.Track.Period.Round(time.Microsecond))
-	if n := r.overruns(); n > 0 {
+	if n := r.overruns(); n > 0 && r.ranSkips {
 		fmt.Fprintf(w, "the recording skipped periods before %d tick(s) (the machine paused), which the replay ran: from each, the replay may leave the recording\n", n)
 	}
 	if r.Disturbed > 0 {

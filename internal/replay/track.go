@@ -28,6 +28,9 @@ type Track struct {
 	File string
 	Seq  []int64
 	Tick []int64
+	// At is each tick's deadline, ns after the first row's (the time_s
+	// column, exact to the ns).
+	At []int64
 	// Meas, Cmd and Applied are each row's vectors: the measurement sent,
 	// the command received, the command applied (when AppliedOn).
 	Meas, Cmd, Applied [][]float64
@@ -74,7 +77,7 @@ func trackOf(l *report.Link) (*Track, error) {
 	if n == 0 {
 		return nil, fmt.Errorf("%w: %s holds no tick", ErrShape, l.File)
 	}
-	t := &Track{Link: l.Name, File: l.File, Seq: l.Seq, Tick: l.Tick, AppliedOn: make([]bool, n), Answered: make([]bool, n), Overran: make([]bool, n)}
+	t := &Track{Link: l.Name, File: l.File, Seq: l.Seq, Tick: l.Tick, At: make([]int64, n), AppliedOn: make([]bool, n), Answered: make([]bool, n), Overran: make([]bool, n)}
 	rows := func(sigs []*report.Signal) [][]float64 {
 		flat := make([]float64, n*len(sigs))
 		out := make([][]float64, n)
@@ -91,6 +94,9 @@ func trackOf(l *report.Link) (*Track, error) {
 		for _, s := range sigs {
 			t.Columns = append(t.Columns, s.Column)
 		}
+	}
+	for i, s := range l.Time {
+		t.At[i] = int64(math.Round(s * 1e9))
 	}
 	for i, f := range l.Flags {
 		t.AppliedOn[i] = f&report.FlagApplied != 0
