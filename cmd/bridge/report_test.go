@@ -117,3 +117,42 @@ func TestReportOutFails(t *testing.T) {
 		t.Errorf("what was at -out changed: %q, %v", b, err)
 	}
 }
+
+// bridge replay plays a recording into the in-memory plant of its
+// configuration, faster than recorded, and writes the CSV and the page;
+// a mistake on its command line is a usage error.
+func TestReplayCommand(t *testing.T) {
+	dir := t.TempDir()
+	writeLinkCSV(t, filepath.Join(dir, "run.arm.csv"), 100, nil)
+	cfg := filepath.Join(dir, "arm.toml")
+	if err := os.WriteFile(cfg, []byte("[[link]]\nname = \"arm\"\nrate_hz = 100\n[link.loop]\npriority = 0\n[link.plant]\nkind = \"sim\"\nmotors = 2\nnb_markers = 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, page := filepath.Join(dir, "replay.csv"), filepath.Join(dir, "replay.html")
+	code, stdout, stderr := runCLI(t, "replay", filepath.Join(dir, "run.arm.csv"), "-config", cfg, "-speed", "5", "-out", out, "-report", page)
+	if code != 0 || !strings.Contains(stdout, "replayed 100 of 100 recorded ticks") || !strings.Contains(stdout, "meas_angles_2_rad") ||
+		!strings.Contains(stdout, "wrote "+out) || !strings.Contains(stdout, "wrote "+page) {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	csv, err := os.ReadFile(out)
+	if err != nil || !bytes.HasPrefix(csv, []byte("tick,seq,recorded_meas_angles_1_rad,replayed_meas_angles_1_rad,diff_meas_angles_1_rad")) || bytes.Count(csv, []byte("\n")) != 101 {
+		t.Errorf("the CSV: %v\n%.300s", err, csv)
+	}
+	if html, err := os.ReadFile(page); err != nil || bytes.Count(html, []byte("<svg")) != 2 {
+		t.Errorf("the page: %v, %d plots", err, bytes.Count(html, []byte("<svg")))
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"replay"}, 2, "name the recording"},
+		{[]string{"replay", "run.arm.csv", "-commands", "sent"}, 2, `-commands "sent": want applied or received`},
+		{[]string{"replay", filepath.Join(dir, "none.arm.csv")}, 1, "bridge replay: report: "},
+		{[]string{"replay", filepath.Join(dir, "run.arm.csv")}, 1, `the configuration has no link "arm" (it has emio, meca500, vrep): replay into the configuration it was recorded with (-config)`},
+	} {
+		if code, _, stderr := runCLI(t, tc.args...); code != tc.code || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, want %d and %q:\n%s", tc.args, code, tc.code, tc.want, stderr)
+		}
+	}
+}

@@ -146,7 +146,11 @@ func pick(cfg *config.Config, link string, t *Track) (*config.Link, error) {
 			return &cfg.Links[i], t.Check(&cfg.Links[i])
 		}
 	}
-	return nil, fmt.Errorf("replay: the configuration has no link %q", link)
+	var names []string
+	for _, l := range cfg.Links {
+		names = append(names, l.Name)
+	}
+	return nil, fmt.Errorf("replay: the configuration has no link %q (it has %s): replay into the configuration it was recorded with (-config)", link, strings.Join(names, ", "))
 }
 
 func noTick(t *Track) error {

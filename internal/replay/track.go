@@ -57,7 +57,7 @@ func (t *Track) Rows() int { return len(t.Seq) }
 func Open(path, link string) (*Track, error) {
 	rec, err := report.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("replay: %w", err)
 	}
 	var names []string
 	for _, l := range rec.Links {
