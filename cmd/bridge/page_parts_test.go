@@ -48,7 +48,7 @@ func TestStatusPageParts(t *testing.T) {
 	// was read (one register every few ticks): however loaded the machine,
 	// never a fixed time.
 	deadline := time.Now().Add(2 * time.Minute)
-	var l statuspage.Link
+	var l statuspage.LinkStatus
 	var snap statuspage.Snapshot
 	for {
 		snap = statuspage.Snapshot{}

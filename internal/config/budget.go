@@ -113,4 +113,4 @@ func (c *Config) SetUpBudgets(partners bool, logger *slog.Logger) {
 
 // Budget returns the loop's SCHED_DEADLINE budget: loop.budget, what
 // AssignBudgets gave "auto", or 0 (SCHED_FIFO).
-func (l *Link) Budget() time.Duration { return l.budget }
+func (l *LinkTable) Budget() time.Duration { return l.budget }

@@ -68,7 +68,7 @@ type Env struct {
 // Built is one link, built and ready to be supervised: add Link to a
 // bridge.Supervisor with Metrics and Deps, serve, then Close.
 type Built struct {
-	Config  *Link
+	Config  *LinkTable
 	Link    *bridge.Link
 	Master  *simulink.Master
 	Partner *simulink.Partner // nil unless Env.Partner
@@ -114,7 +114,7 @@ type Built struct {
 // builder is the state of one Build, handed to the plant's kind.
 type builder struct {
 	env   Env
-	link  *Link
+	link  *LinkTable
 	built *Built
 	sim   *dxlsim.Bus
 	lab   *sim.LabCamera
@@ -162,7 +162,7 @@ func (b *builder) worldCtx() context.Context {
 // one that cannot be opened yet is logged and the link starts degraded.
 // Nothing runs until the supervisor serves the link, except simulated
 // devices, which run from here to Close as real hardware would.
-func (l *Link) Build(env Env) (bb *Built, err error) {
+func (l *LinkTable) Build(env Env) (bb *Built, err error) {
 	if env.Logger == nil {
 		env.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -303,9 +303,9 @@ func (l *Link) Build(env Env) (bb *Built, err error) {
 // Descriptor is what the link's tap says of it (docs/tap.md §4): its name,
 // rate and every value of its plant's layout; a recording's columns are
 // named from it (record.Columns).
-func (l *Link) Descriptor() payload.Descriptor { return l.descriptor(l.Plant.Layout()) }
+func (l *LinkTable) Descriptor() payload.Descriptor { return l.descriptor(l.Plant.Layout()) }
 
-func (l *Link) descriptor(layout plant.Layout) payload.Descriptor {
+func (l *LinkTable) descriptor(layout plant.Layout) payload.Descriptor {
 	fields := func(fs []plant.Field) []payload.Field {
 		out := make([]payload.Field, len(fs))
 		for i, f := range fs {
@@ -318,7 +318,7 @@ func (l *Link) descriptor(layout plant.Layout) payload.Descriptor {
 
 // newTap makes the link's telemetry tap: its descriptor names the link and
 // every value of the layout (docs/tap.md §4).
-func (l *Link) newTap(env Env, layout plant.Layout) (*tap.Tap, error) {
+func (l *LinkTable) newTap(env Env, layout plant.Layout) (*tap.Tap, error) {
 	cfg := tap.Config{
 		Address: netip.MustParseAddrPort(l.Tap.Address), PayloadType: uint8(l.Tap.PayloadType), Clock: env.Clock,
 		Descriptor: l.descriptor(layout),
@@ -425,7 +425,7 @@ type view interface {
 // newPartner builds the built-in partner of [link.partner], where the master
 // sends: Simulink's side of the emioapi ports, or, Ephemeral, a loopback port
 // the kernel picks, accepting from and replying to the master's bound ports.
-func (l *Link) newPartner(m *simulink.Master, env Env) (*simulink.Partner, error) {
+func (l *LinkTable) newPartner(m *simulink.Master, env Env) (*simulink.Partner, error) {
 	ctl, delay := env.Replay, false
 	if ctl == nil {
 		var err error
@@ -468,7 +468,7 @@ func (l *Link) newPartner(m *simulink.Master, env Env) (*simulink.Partner, error
 // PartnerPriority is the SCHED_FIFO priority the link's built-in partner
 // runs its receive thread at (partnerPriority): for `bridge partner` to
 // stand in for it.
-func (l *Link) PartnerPriority() int { return partnerPriority(l.Loop.Priority) }
+func (l *LinkTable) PartnerPriority() int { return partnerPriority(l.Loop.Priority) }
 
 // partnerPriority is the SCHED_FIFO priority of a built-in partner's
 // receive thread: its loop's, 0 (the netpoller) when the loop is not
@@ -484,7 +484,7 @@ func partnerPriority(loop int) int {
 
 // MasterConfig returns the link's Simulink master configuration: the
 // endpoints of [link.udp] and the lengths of the plant.
-func (l *Link) MasterConfig() simulink.MasterConfig {
+func (l *LinkTable) MasterConfig() simulink.MasterConfig {
 	lay := l.Plant.Layout()
 	return simulink.MasterConfig{
 		Remote:            netip.MustParseAddrPort(l.UDP.Remote),
@@ -502,7 +502,7 @@ func (l *Link) MasterConfig() simulink.MasterConfig {
 }
 
 // LinkConfig returns the bridge.LinkConfig of a validated link.
-func (l *Link) LinkConfig() bridge.LinkConfig {
+func (l *LinkTable) LinkConfig() bridge.LinkConfig {
 	apply, _ := bridge.ParseApplyMode(l.Apply)
 	halt, _ := plant.ParseHaltPolicy(l.Halt)
 	return bridge.LinkConfig{
@@ -530,7 +530,7 @@ func (l *Link) LinkConfig() bridge.LinkConfig {
 // hold commands back the measured field named like the command (the
 // Emio's angles: the robot stays put), the Jacobian regulates the measured
 // field "markers".
-func (l *Link) Dims() simulink.Dims {
+func (l *LinkTable) Dims() simulink.Dims {
 	return DimsOf(l.Plant.Layout())
 }
 
@@ -555,7 +555,7 @@ func DimsOf(lay plant.Layout) simulink.Dims {
 
 // Controller builds the controller of [link.partner.controller] for the
 // plant's shape.
-func (l *Link) Controller() (simulink.Controller, error) {
+func (l *LinkTable) Controller() (simulink.Controller, error) {
 	return simulink.NewController(l.Partner.Controller, l.Dims(), l.RateHz)
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/labbridge/bridge/metrics"
 )
 
-func parseDefault(t *testing.T, edit func(*Link, *EmioPlant)) *Config {
+func parseDefault(t *testing.T, edit func(*LinkTable, *EmioPlant)) *Config {
 	t.Helper()
 	c, err := Parse(defaultconfig.TOML())
 	if err != nil {
@@ -136,7 +136,7 @@ func healthyButBusy(b *Built) bool {
 // A device that cannot be opened does not stop the build: the link starts
 // degraded, and sends Simulink no made-up measurement.
 func TestBuildAbsentDeviceStartsDegraded(t *testing.T) {
-	c := parseDefault(t, func(l *Link, p *EmioPlant) {
+	c := parseDefault(t, func(l *LinkTable, p *EmioPlant) {
 		p.Port, p.Camera.Kind, l.Clock = t.TempDir()+"/ttyUSB9", "none", "timer"
 	})
 	b, err := c.Links[0].Build(testEnv(t))

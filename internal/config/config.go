@@ -89,7 +89,7 @@ func (d AutoDuration) String() string {
 // Config is a bridge.toml file.
 type Config struct {
 	Service Service
-	Links   []Link
+	Links   []LinkTable
 }
 
 // Service holds process-wide settings: [service].
@@ -151,9 +151,9 @@ func (c *Config) Procs(cpus, current int, partners bool) (n int, warning string)
 	return c.Service.GOMAXPROCS, warning
 }
 
-// Link is one [[link]] table: a loop, a Simulink UDP endpoint, a built-in
+// LinkTable is one [[link]] table: a loop, a Simulink UDP endpoint, a built-in
 // partner for `bridge sim`, and a plant.
-type Link struct {
+type LinkTable struct {
 	Name   string
 	RateHz float64
 	Apply  string
@@ -278,7 +278,7 @@ func Parse(data []byte) (*Config, error) {
 	var errs []error
 	for i := range f.Links {
 		fl := &f.Links[i]
-		l := Link{
+		l := LinkTable{
 			Name: fl.Name, RateHz: 30, Apply: fl.Apply, Halt: fl.Halt, Margin: fl.Margin, Clock: fl.Clock,
 			Loop: fl.Loop, UDP: fl.UDP, Partner: fl.Partner, Tap: fl.Tap,
 		}
@@ -416,7 +416,7 @@ func (c *Config) fillDefaults() {
 	}
 }
 
-func (l *Link) fillDefaults() {
+func (l *LinkTable) fillDefaults() {
 	if l.Apply == "" {
 		l.Apply = "previous"
 	}
@@ -539,7 +539,7 @@ func (c *Config) Validate() error {
 	return capErrors(v.errs)
 }
 
-func (l *Link) validate(v *validator) {
+func (l *LinkTable) validate(v *validator) {
 	if !(l.RateHz >= 1 && l.RateHz <= 10000) {
 		v.bad("rate_hz", l.RateHz, "1..10000 ticks per second, like 30 (emioapi's camera rate)")
 		return // the period, and every check against it, derives from the rate
@@ -640,7 +640,7 @@ func (l *Link) validate(v *validator) {
 const maxLen = 1000
 
 // Period returns the link's loop period.
-func (l *Link) Period() time.Duration {
+func (l *LinkTable) Period() time.Duration {
 	return time.Duration(math.Round(float64(time.Second) / l.RateHz))
 }
 

@@ -398,7 +398,7 @@ func TestLeadAndSpin(t *testing.T) {
 // (never fewer than the runtime's choice); a value set below that is kept,
 // with a warning that says what to set.
 func TestProcs(t *testing.T) {
-	c := &Config{Links: make([]Link, 3)}
+	c := &Config{Links: make([]LinkTable, 3)}
 	c.Links[0].Loop.Priority, c.Links[1].Loop.Priority = 80, 1 // the third not real-time: its partner is on the netpoller
 	// A real-time camera thread counts; one at the normal priority, or no
 	// camera, does not.

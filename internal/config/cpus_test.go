@@ -14,24 +14,24 @@ import (
 // The process's other threads go to the CPUs no loop is pinned to, only
 // when every real-time loop is pinned and one CPU is left.
 func TestOtherCPUs(t *testing.T) {
-	loop := func(priority, cpu int) Link {
-		return Link{Name: "l", Loop: LoopTable{Priority: priority, CPU: new(cpu)}}
+	loop := func(priority, cpu int) LinkTable {
+		return LinkTable{Name: "l", Loop: LoopTable{Priority: priority, CPU: new(cpu)}}
 	}
 	for _, tc := range []struct {
 		name    string
-		links   []Link
+		links   []LinkTable
 		allowed []int
 		want    []int
 		warns   string // a part of the warning; "" for none
 	}{
-		{"nothing pinned", []Link{loop(80, -1), loop(80, -1)}, []int{0, 1}, nil, ""},
-		{"one pinned loop", []Link{loop(80, 1)}, []int{0, 1}, []int{0}, ""},
-		{"two loops on one CPU", []Link{loop(80, 1), loop(80, 1)}, []int{0, 1, 2, 3}, []int{0, 2, 3}, ""},
-		{"two CPUs of loops", []Link{loop(80, 3), loop(80, 1)}, []int{0, 1, 2, 3}, []int{0, 2}, ""},
-		{"an ordinary loop may stay with the others", []Link{loop(80, 1), loop(0, -1)}, []int{0, 1}, []int{0}, ""},
-		{"a real-time loop left unpinned", []Link{loop(80, 1), loop(80, -1)}, []int{0, 1}, nil, "set [link.loop] cpu"},
-		{"loops on every CPU", []Link{loop(80, 0), loop(80, 1)}, []int{0, 1}, nil, "leave one CPU free"},
-		{"a CPU the process may not use", []Link{loop(80, 5)}, []int{0, 1}, []int{0, 1}, ""},
+		{"nothing pinned", []LinkTable{loop(80, -1), loop(80, -1)}, []int{0, 1}, nil, ""},
+		{"one pinned loop", []LinkTable{loop(80, 1)}, []int{0, 1}, []int{0}, ""},
+		{"two loops on one CPU", []LinkTable{loop(80, 1), loop(80, 1)}, []int{0, 1, 2, 3}, []int{0, 2, 3}, ""},
+		{"two CPUs of loops", []LinkTable{loop(80, 3), loop(80, 1)}, []int{0, 1, 2, 3}, []int{0, 2}, ""},
+		{"an ordinary loop may stay with the others", []LinkTable{loop(80, 1), loop(0, -1)}, []int{0, 1}, []int{0}, ""},
+		{"a real-time loop left unpinned", []LinkTable{loop(80, 1), loop(80, -1)}, []int{0, 1}, nil, "set [link.loop] cpu"},
+		{"loops on every CPU", []LinkTable{loop(80, 0), loop(80, 1)}, []int{0, 1}, nil, "leave one CPU free"},
+		{"a CPU the process may not use", []LinkTable{loop(80, 5)}, []int{0, 1}, []int{0, 1}, ""},
 	} {
 		c := &Config{Links: tc.links}
 		got, warning := c.otherCPUs(tc.allowed)
@@ -73,7 +73,7 @@ func TestConfineOthers(t *testing.T) {
 		}
 	}()
 	loopCPU := allowed[len(allowed)-1]
-	c := &Config{Links: []Link{{Name: "l", Loop: LoopTable{Priority: 80, CPU: new(loopCPU)}}}}
+	c := &Config{Links: []LinkTable{{Name: "l", Loop: LoopTable{Priority: 80, CPU: new(loopCPU)}}}}
 	cpus, warning := c.ConfineOthers()
 	if want := allowed[:len(allowed)-1]; warning != "" || !slices.Equal(cpus, want) {
 		t.Fatalf("ConfineOthers() = %v, %q; want %v", cpus, warning, want)
@@ -97,20 +97,22 @@ func TestConfineOthers(t *testing.T) {
 // A loop pinned where another link's camera tracks at real-time priority is
 // warned about; the camera's own loop, and a loop elsewhere, are not.
 func TestCameraCPUWarnings(t *testing.T) {
-	emio := func(cpu, camPriority int) Link {
-		return Link{Name: "emio", Loop: LoopTable{Priority: 80, CPU: new(cpu)},
+	emio := func(cpu, camPriority int) LinkTable {
+		return LinkTable{Name: "emio", Loop: LoopTable{Priority: 80, CPU: new(cpu)},
 			Plant: &EmioPlant{Camera: CameraTable{Kind: "sim", Priority: camPriority}}}
 	}
-	other := func(cpu int) Link { return Link{Name: "meca500", Loop: LoopTable{Priority: 80, CPU: new(cpu)}} }
+	other := func(cpu int) LinkTable {
+		return LinkTable{Name: "meca500", Loop: LoopTable{Priority: 80, CPU: new(cpu)}}
+	}
 	for _, tc := range []struct {
 		name  string
-		links []Link
+		links []LinkTable
 		warns bool
 	}{
-		{"shared CPU", []Link{emio(1, 70), other(1)}, true},
-		{"CPUs of their own", []Link{emio(1, 70), other(2)}, false},
-		{"camera at normal priority", []Link{emio(1, 0), other(1)}, false},
-		{"nothing pinned", []Link{emio(-1, 70), other(-1)}, false},
+		{"shared CPU", []LinkTable{emio(1, 70), other(1)}, true},
+		{"CPUs of their own", []LinkTable{emio(1, 70), other(2)}, false},
+		{"camera at normal priority", []LinkTable{emio(1, 0), other(1)}, false},
+		{"nothing pinned", []LinkTable{emio(-1, 70), other(-1)}, false},
 	} {
 		w := (&Config{Links: tc.links}).cameraCPUWarnings()
 		if (len(w) > 0) != tc.warns {

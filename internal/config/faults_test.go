@@ -21,7 +21,7 @@ import (
 // completes its handshake, and that is said once in the log (not once per
 // reply), in /healthz and in the faults, naming the size a reply must have.
 func TestWrongSizeRepliesAreAFault(t *testing.T) {
-	c := parseDefault(t, func(l *Link, p *EmioPlant) {
+	c := parseDefault(t, func(l *LinkTable, p *EmioPlant) {
 		p.Camera.Kind, l.Clock = "none", "timer"
 	})
 	var logs testutil.SyncBuffer
@@ -94,7 +94,7 @@ func gathered(t *testing.T, reg *prometheus.Registry, name string, want map[stri
 // temperature and hardware error exported; the overheating also stops the
 // Emio until a person resumes it.
 func TestServoFaultsNameTheServo(t *testing.T) {
-	c := parseDefault(t, func(l *Link, p *EmioPlant) {
+	c := parseDefault(t, func(l *LinkTable, p *EmioPlant) {
 		p.Camera.Kind, l.Clock = "none", "timer"
 	})
 	var logs testutil.SyncBuffer

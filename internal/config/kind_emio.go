@@ -144,7 +144,7 @@ func emioMode(name string) (dynamixel.OperatingMode, bool) {
 	return 0, false
 }
 
-func (p *EmioPlant) defaults(l *Link) {
+func (p *EmioPlant) defaults(l *LinkTable) {
 	if p.KindName == "" {
 		p.KindName = "emio"
 	}
@@ -214,7 +214,7 @@ func (p *EmioPlant) defaults(l *Link) {
 	}
 }
 
-func (p *EmioPlant) validate(l *Link, v *validator) {
+func (p *EmioPlant) validate(l *LinkTable, v *validator) {
 	if _, ok := emioMode(p.Mode); !ok {
 		v.bad("plant.mode", quote(p.Mode), "position or extended")
 	}
@@ -308,7 +308,7 @@ func (p *EmioPlant) validate(l *Link, v *validator) {
 
 // servoConfig maps the keys onto the servos' emio.Config. An ID outside a
 // byte becomes 255, which Validate refuses as it would the file's value.
-func (p *EmioPlant) servoConfig(l *Link) emio.Config {
+func (p *EmioPlant) servoConfig(l *LinkTable) emio.Config {
 	ids := make([]byte, len(p.IDs))
 	for i, id := range p.IDs {
 		ids[i] = byte(min(max(id, 0), 255))

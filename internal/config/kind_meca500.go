@@ -68,7 +68,7 @@ func (p *Meca500Plant) Kind() string { return "meca500" }
 
 // defaults fills the keys the file left out with the driver's defaults
 // (meca500.DefaultConfig) for the link's period.
-func (p *Meca500Plant) defaults(l *Link) {
+func (p *Meca500Plant) defaults(l *LinkTable) {
 	d := meca500.DefaultConfig(linkPeriod(l))
 	if p.Address == "" {
 		p.Address = "sim"
@@ -107,7 +107,7 @@ func (p *Meca500Plant) defaults(l *Link) {
 }
 
 // linkPeriod is the link's period, or 0 for a rate that has none.
-func linkPeriod(l *Link) time.Duration {
+func linkPeriod(l *LinkTable) time.Duration {
 	if l.RateHz > 0 && !math.IsInf(l.RateHz, 0) {
 		return l.Period()
 	}
@@ -128,7 +128,7 @@ func defaultDuration(d *Duration, v time.Duration) {
 
 // validate reports the driver's field errors under their keys, and what
 // only the file can get wrong: a mode's name, "sim", the simulated robot.
-func (p *Meca500Plant) validate(l *Link, v *validator) {
+func (p *Meca500Plant) validate(l *LinkTable, v *validator) {
 	if _, err := meca500.ParseMode(p.Mode); err != nil {
 		v.bad("plant.mode", quote(p.Mode), "joint_velocity, cartesian_velocity or joint_position")
 	}
@@ -162,7 +162,7 @@ func (p *Meca500Plant) validate(l *Link, v *validator) {
 }
 
 // driverConfig maps the keys onto the driver's Config.
-func (p *Meca500Plant) driverConfig(l *Link) meca500.Config {
+func (p *Meca500Plant) driverConfig(l *LinkTable) meca500.Config {
 	return meca500.Config{
 		Address: p.Address, Mode: p.mode, Pose: *p.Pose, Measured: p.Measured,
 		SpeedFraction: p.SpeedFraction, Kp: p.Kp,

@@ -32,7 +32,7 @@ type SimPlant struct {
 // Kind implements Plant.
 func (p *SimPlant) Kind() string { return "sim" }
 
-func (p *SimPlant) defaults(*Link) {
+func (p *SimPlant) defaults(*LinkTable) {
 	if p.KindName == "" {
 		p.KindName = "sim"
 	}
@@ -64,7 +64,7 @@ const (
 	maxMarkers   = emio.MaxMarkers
 )
 
-func (p *SimPlant) validate(_ *Link, v *validator) {
+func (p *SimPlant) validate(_ *LinkTable, v *validator) {
 	if p.Motors < 1 || p.Motors > simMaxMotors {
 		v.bad("plant.motors", p.Motors, fmt.Sprintf("1..%d", simMaxMotors))
 		return

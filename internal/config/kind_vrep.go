@@ -58,7 +58,7 @@ type VREPSimTable struct {
 // Kind implements Plant.
 func (p *VREPPlant) Kind() string { return "vrep" }
 
-func (p *VREPPlant) defaults(l *Link) {
+func (p *VREPPlant) defaults(l *LinkTable) {
 	p.zmqKeys = p.zmqKeys[:0]
 	for _, k := range []struct {
 		key string
@@ -126,7 +126,7 @@ func (p *VREPPlant) commandLen() int {
 	return len(p.Command)
 }
 
-func (p *VREPPlant) validate(l *Link, v *validator) {
+func (p *VREPPlant) validate(l *LinkTable, v *validator) {
 	if _, err := vrep.ParseProtocol(p.Protocol); err != nil {
 		v.bad("plant.protocol", quote(p.Protocol), `"az" (the seed's Lua script) or "zmq" (CoppeliaSim's ZMQ remote API)`)
 		return

@@ -30,10 +30,10 @@ type Plant interface {
 	Summary() string
 
 	// defaults fills what the file left out; l is the plant's link.
-	defaults(l *Link)
+	defaults(l *LinkTable)
 	// validate reports every bad value with v.bad, keys relative to the
 	// link ("plant.baud").
-	validate(l *Link, v *validator)
+	validate(l *LinkTable, v *validator)
 	// build makes the plant and what it needs (build.go).
 	build(b *builder) (*parts, error)
 }

@@ -151,7 +151,7 @@ func TestEmioWithoutFramesIsDegraded(t *testing.T) {
 			} else if _, err := realsense.LoadAny(t.Context()); err != nil {
 				testutil.RequirePeer(t, "librealsense2", "pip install pyrealsense2", err)
 			}
-			c := parseDefault(t, func(l *Link, p *EmioPlant) {
+			c := parseDefault(t, func(l *LinkTable, p *EmioPlant) {
 				p.Camera.Kind, p.Camera.Serial, l.Clock = "realsense", tc.serial, "timer"
 				p.Camera.ClockErrorPPM, p.Camera.Jitter.Duration = 0, 0 // the virtual camera's only
 			})

@@ -35,7 +35,7 @@ func (s Service) Level() slog.Level {
 
 // LoadLink reads the configuration at path and returns its link called
 // name, or its first link with name "".
-func LoadLink(path, name string) (*Link, error) {
+func LoadLink(path, name string) (*LinkTable, error) {
 	c, err := LoadFile(path)
 	if err != nil {
 		return nil, err
@@ -44,7 +44,7 @@ func LoadLink(path, name string) (*Link, error) {
 }
 
 // Link returns the link called name, or the first with name "".
-func (c *Config) Link(name string) (*Link, error) {
+func (c *Config) Link(name string) (*LinkTable, error) {
 	for i := range c.Links {
 		if name == "" || c.Links[i].Name == name {
 			return &c.Links[i], nil

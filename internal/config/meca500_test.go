@@ -144,7 +144,7 @@ func TestMeca500Layout(t *testing.T) {
 
 // buildMeca500 builds the default's Meca500 link on free ports with its
 // simulated robot and built-in partner.
-func buildMeca500(t *testing.T, env Env, edit func(*Link, *Meca500Plant)) *Built {
+func buildMeca500(t *testing.T, env Env, edit func(*LinkTable, *Meca500Plant)) *Built {
 	t.Helper()
 	c, err := Parse(defaultconfig.TOML())
 	if err != nil {
@@ -185,7 +185,7 @@ func TestMeca500EndToEnd(t *testing.T) {
 	// A watchdog no stall of a loaded machine reaches: the idle ticks'
 	// refreshes are what this test is about, not the robot's own dead-man.
 	const watchdog = 2 * time.Second
-	b := buildMeca500(t, env, func(_ *Link, p *Meca500Plant) { p.Watchdog = &Duration{watchdog} })
+	b := buildMeca500(t, env, func(_ *LinkTable, p *Meca500Plant) { p.Watchdog = &Duration{watchdog} })
 	robot := b.Meca500
 	serveBuilt(t, b)
 	testutil.WaitFor(t, "the robot on its way", func() bool {
@@ -417,7 +417,7 @@ func TestMeca500StaleMeasurementAges(t *testing.T) {
 // With restart_after_stop and reset_errors the same error is reset without
 // a person and streaming resumes.
 func TestMeca500MotionErrorReset(t *testing.T) {
-	b := buildMeca500(t, testEnv(t), func(_ *Link, p *Meca500Plant) { p.ResetErrors, p.RestartAfterStop = new(true), true })
+	b := buildMeca500(t, testEnv(t), func(_ *LinkTable, p *Meca500Plant) { p.ResetErrors, p.RestartAfterStop = new(true), true })
 	robot := b.Meca500
 	serveBuilt(t, b)
 	testutil.WaitFor(t, "running", func() bool { return b.Link.State() == bridge.Running && b.Link.Applied() > 10 })

@@ -40,7 +40,7 @@ func ServiceStatus(links []*Built) string {
 // goroutine.
 func PageSnapshot(links []*Built, ring *logging.Ring, version, from string, started time.Time) func() statuspage.Snapshot {
 	return func() statuspage.Snapshot {
-		s := statuspage.Snapshot{Version: version, Config: from, Started: started, Links: make([]statuspage.Link, 0, len(links))}
+		s := statuspage.Snapshot{Version: version, Config: from, Started: started, Links: make([]statuspage.LinkStatus, 0, len(links))}
 		if ring != nil {
 			s.Errors = ring.Recent()
 		}
@@ -56,12 +56,12 @@ func PageSnapshot(links []*Built, ring *logging.Ring, version, from string, star
 // beyond the generic link (the loop's lateness, the servos, the camera)
 // and its active faults. Safe from any goroutine: the link publishes what
 // it reads in atomics.
-func (b *Built) Page() statuspage.Link {
+func (b *Built) Page() statuspage.LinkStatus {
 	st := b.Master.Stats()
 	// The state and its time from one read of the link: the supervisor's
 	// event for it may still be on its way.
 	state, since := b.Link.StateSince()
-	l := statuspage.Link{
+	l := statuspage.LinkStatus{
 		Name: b.Config.Name, State: state.String(), StateSince: b.clock.Time(since), RateHz: b.Config.RateHz,
 		Seq: st.Seq, Last: st.LastStatus.String(), RTTMs: ms(st.LastLatency.Round(time.Microsecond)),
 		Counts: statuspage.Counts{
@@ -153,7 +153,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // pageParts adds to l what b's plant offers beyond the generic link: the
 // loop's lateness, the servos (with their angles from the measurement
 // meas, nil when there is none yet) and the camera.
-func (b *Built) pageParts(l *statuspage.Link, meas []float64) {
+func (b *Built) pageParts(l *statuspage.LinkStatus, meas []float64) {
 	if b.Metrics != nil {
 		lt := b.Metrics.Lateness()
 		if lt.Ticks > 0 {
@@ -181,7 +181,7 @@ func (b *Built) pageParts(l *statuspage.Link, meas []float64) {
 	}
 	if c := b.camera(); c != nil {
 		in := c.Info()
-		pc := &statuspage.Camera{Streaming: in.Streaming, Why: in.Why, FPS: in.FPS, Frames: in.Frames,
+		pc := &statuspage.CameraStatus{Streaming: in.Streaming, Why: in.Why, FPS: in.FPS, Frames: in.Frames,
 			Thumbnail: statuspage.ThumbnailPath(b.Config.Name)}
 		if in.Sample.Valid {
 			pc.Frame, pc.Found, pc.Held = in.Sample.Frame, in.Sample.Found, in.Sample.Held

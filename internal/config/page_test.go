@@ -51,7 +51,7 @@ func TestPageOfARunningLink(t *testing.T) {
 
 // A link without a camera has no thumbnail, nor has an unknown link.
 func TestThumbnailsWithoutCamera(t *testing.T) {
-	th := Thumbnails([]*Built{{Config: &Link{Name: "meca"}}})
+	th := Thumbnails([]*Built{{Config: &LinkTable{Name: "meca"}}})
 	for _, link := range []string{"meca", "nolink"} {
 		if img, found := th(link, 320); found || img != nil {
 			t.Errorf("thumbnail of %q: %v %v, want not found", link, img, found)

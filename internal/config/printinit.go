@@ -33,11 +33,11 @@ func EmioFile(hw Hardware, header string) ([]byte, *Config, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	i := slices.IndexFunc(def.Links, func(l Link) bool { return l.Plant != nil && l.Plant.Kind() == "emio" })
+	i := slices.IndexFunc(def.Links, func(l LinkTable) bool { return l.Plant != nil && l.Plant.Kind() == "emio" })
 	if i < 0 {
 		return nil, nil, fmt.Errorf("%w: the embedded default has no emio link", ErrConfig)
 	}
-	c := &Config{Service: def.Service, Links: []Link{def.Links[i]}}
+	c := &Config{Service: def.Service, Links: []LinkTable{def.Links[i]}}
 	l := &c.Links[0]
 	p := *l.Plant.(*EmioPlant) // a copy: the default stays as parsed
 	l.Plant = &p

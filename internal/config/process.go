@@ -52,7 +52,7 @@ func niceWarning(nice int, err error) string {
 // "emio": the real serial path), no camera, the defaults of every other
 // key. No metrics server.
 func BenchLink(rateHz float64, loop LoopTable, plant string) (*Config, error) {
-	l := Link{Name: "bench", RateHz: rateHz, Loop: loop}
+	l := LinkTable{Name: "bench", RateHz: rateHz, Loop: loop}
 	switch plant {
 	case "sim":
 		l.Plant = &SimPlant{}
@@ -61,7 +61,7 @@ func BenchLink(rateHz float64, loop LoopTable, plant string) (*Config, error) {
 	default:
 		return nil, fmt.Errorf("%w: plant %q: want sim (in-memory motors) or emio (servos on a pseudo-terminal)", ErrConfig, plant)
 	}
-	c := &Config{Service: Service{Metrics: ""}, Links: []Link{l}}
+	c := &Config{Service: Service{Metrics: ""}, Links: []LinkTable{l}}
 	c.fillDefaults()
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -76,7 +76,7 @@ func BenchLink(rateHz float64, loop LoopTable, plant string) (*Config, error) {
 func SimLinks(n int, rateHz float64, loop LoopTable) (*Config, error) {
 	c := &Config{Service: Service{Metrics: ""}}
 	for i := range n {
-		l := Link{Name: fmt.Sprintf("link-%02d", i), RateHz: rateHz, Loop: loop, Plant: &SimPlant{}}
+		l := LinkTable{Name: fmt.Sprintf("link-%02d", i), RateHz: rateHz, Loop: loop, Plant: &SimPlant{}}
 		if loop.CPU != nil {
 			l.Loop.CPU = new(*loop.CPU) // each link its own, as a file's would be
 		}

@@ -34,7 +34,7 @@ func TestSetUpProcess(t *testing.T) {
 	if realtime.Renice(want) != nil || realtime.Renice(before) != nil {
 		want = before + 1 // not permitted to lower it: raise it, which stays
 	}
-	c := &Config{Service: Service{Nice: new(want)}, Links: make([]Link, 2)}
+	c := &Config{Service: Service{Nice: new(want)}, Links: make([]LinkTable, 2)}
 	var logs strings.Builder
 	c.SetUpProcess(false, slog.New(slog.NewTextHandler(&logs, nil)))
 	if n := runtime.GOMAXPROCS(0); n != max(runtime.NumCPU()+2, procs) {

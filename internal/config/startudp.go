@@ -93,7 +93,7 @@ func (c *Config) ApplyStartUDP(f StartUDP) error {
 // setMarkers changes nb_markers, and the virtual lab with it: more markers
 // hang below the first, 40 mm apart, and move with it. The built-in partner
 // then holds, since its controller was tuned for the configured markers.
-func (p *EmioPlant) setMarkers(l *Link, n int) {
+func (p *EmioPlant) setMarkers(l *LinkTable, n int) {
 	old := *p.NbMarkers
 	if n == old {
 		return

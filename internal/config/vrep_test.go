@@ -141,12 +141,12 @@ func vrepEnv(t *testing.T) (Env, *prometheus.Registry) {
 
 // buildVREP builds the default's V-REP link on free ports with its built-in
 // partner, and its simulated scene unless edit points it elsewhere.
-func buildVREP(t *testing.T, env Env, edit func(*Link, *VREPPlant)) *Built {
+func buildVREP(t *testing.T, env Env, edit func(*LinkTable, *VREPPlant)) *Built {
 	t.Helper()
 	return buildVREPFrom(t, env, string(defaultconfig.TOML()), edit)
 }
 
-func buildVREPFrom(t *testing.T, env Env, doc string, edit func(*Link, *VREPPlant)) *Built {
+func buildVREPFrom(t *testing.T, env Env, doc string, edit func(*LinkTable, *VREPPlant)) *Built {
 	t.Helper()
 	c, err := Parse([]byte(doc))
 	if err != nil {
@@ -227,7 +227,7 @@ func TestVREPSceneDownAtStart(t *testing.T) {
 	// The scene's port is held, refusing, until the scene starts on it.
 	addr, listen := testutil.ClosedTCPPort(t)
 	env, reg := vrepEnv(t)
-	b := buildVREP(t, env, func(_ *Link, p *VREPPlant) { p.Address = addr })
+	b := buildVREP(t, env, func(_ *LinkTable, p *VREPPlant) { p.Address = addr })
 	if b.Link.State() != bridge.Starting && b.Link.State() != bridge.Degraded {
 		t.Logf("state %v", b.Link.State())
 	}
@@ -253,7 +253,7 @@ func TestVREPSceneDownAtStart(t *testing.T) {
 // nothing, so nothing may keep moving), and it runs again by itself.
 func TestVREPSceneFaults(t *testing.T) {
 	env, reg := vrepEnv(t)
-	b := buildVREP(t, env, func(_ *Link, p *VREPPlant) { p.Sim.Step.Duration = 10 * time.Millisecond })
+	b := buildVREP(t, env, func(_ *LinkTable, p *VREPPlant) { p.Sim.Step.Duration = 10 * time.Millisecond })
 	serveBuilt(t, b)
 	scene := b.VREP
 	testutil.WaitFor(t, "running", func() bool { return b.Link.State() == bridge.Running && scene.World().Snapshot().Speeds[0] > 0 })
@@ -287,7 +287,7 @@ func TestVREPSceneFaults(t *testing.T) {
 // loop never waits for it.
 func TestVREPSlowScene(t *testing.T) {
 	env, reg := vrepEnv(t)
-	b := buildVREP(t, env, func(_ *Link, p *VREPPlant) { p.Timeout.Duration = 20 * time.Millisecond })
+	b := buildVREP(t, env, func(_ *LinkTable, p *VREPPlant) { p.Timeout.Duration = 20 * time.Millisecond })
 	serveBuilt(t, b)
 	testutil.WaitFor(t, "running", func() bool { return b.Link.State() == bridge.Running })
 	ticks := b.Link.Ticks()

@@ -47,7 +47,7 @@ const spinShare = 0.5
 
 // spinWarning says when a fixed spin keeps a real-time loop's CPU busy for
 // most of each period.
-func (l *Link) spinWarning(link string) string {
+func (l *LinkTable) spinWarning(link string) string {
 	spin := l.Loop.Spin.Duration
 	if l.Loop.Priority == 0 || spin <= 0 || l.RateHz <= 0 {
 		return ""
@@ -66,7 +66,7 @@ const busLoad = 0.8
 
 // busWarning says when the link's rate asks more of the bus than it
 // carries, and what to change.
-func (p *EmioPlant) busWarning(l *Link, link string) string {
+func (p *EmioPlant) busWarning(l *LinkTable, link string) string {
 	latency, assumed := p.LatencyTimer.Duration, ""
 	switch {
 	case latency == 0 && p.Port == "sim":
@@ -93,7 +93,7 @@ const minPause = 10 * time.Millisecond
 
 // timeoutWarning says when max_timeouts periods add up to less than
 // minPause: at 1 kHz the default 3 re-handshakes after 3 ms.
-func (l *Link) timeoutWarning(link string) string {
+func (l *LinkTable) timeoutWarning(link string) string {
 	period := l.Period()
 	pause := time.Duration(l.UDP.MaxTimeouts) * period
 	if pause >= minPause {

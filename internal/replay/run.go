@@ -140,7 +140,7 @@ func RunHost(ctx context.Context, cfg *config.Config, link string, t *Track, o O
 }
 
 // pick is cfg's link of that name, if t fits it.
-func pick(cfg *config.Config, link string, t *Track) (*config.Link, error) {
+func pick(cfg *config.Config, link string, t *Track) (*config.LinkTable, error) {
 	for i := range cfg.Links {
 		if cfg.Links[i].Name == link {
 			return &cfg.Links[i], t.Check(&cfg.Links[i])
@@ -166,13 +166,13 @@ type ran struct {
 
 // serve builds one, alone, with env and supervises it until done is
 // closed or ctx ends.
-func (o Options) serve(ctx context.Context, cfg *config.Config, one *config.Link, env config.Env, done <-chan struct{}) (ran, error) {
+func (o Options) serve(ctx context.Context, cfg *config.Config, one *config.LinkTable, env config.Env, done <-chan struct{}) (ran, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	env.Clock, env.Logger = realtime.NewClock(), o.Logger
 	sub := *cfg
-	sub.Links = []config.Link{*one}
+	sub.Links = []config.LinkTable{*one}
 	speed := cmp.Or(o.Speed, 1)
 	if speed != 1 {
 		if speed < 1 || speed > maxSpeed || env.PlantTime == nil {

@@ -72,7 +72,7 @@ func Open(path, link string) (*Track, error) {
 	return nil, fmt.Errorf("replay: %s holds no link %q (it holds %v)", path, link, names)
 }
 
-func trackOf(l *report.Link) (*Track, error) {
+func trackOf(l *report.LinkFile) (*Track, error) {
 	n := l.Rows()
 	if n == 0 {
 		return nil, fmt.Errorf("%w: %s holds no tick", ErrShape, l.File)
@@ -119,7 +119,7 @@ func trackOf(l *report.Link) (*Track, error) {
 // Check refuses a track that does not fit l: its vector columns must be
 // those a recording of l has (record.Columns of l's descriptor: the same
 // fields, lengths and units), and its tick grid l's period within 1 %.
-func (t *Track) Check(l *config.Link) error {
+func (t *Track) Check(l *config.LinkTable) error {
 	d := l.Descriptor()
 	want := record.Columns(&d, 0, 0)[len(record.Columns(nil, 0, 0)):]
 	if !slices.Equal(t.Columns, want) {

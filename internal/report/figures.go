@@ -61,7 +61,7 @@ func (a timeAxis) set(p *plot.Plot) {
 	}
 }
 
-func newTimeAxis(l *Link, s *Stats) timeAxis {
+func newTimeAxis(l *LinkFile, s *Stats) timeAxis {
 	a := timeAxis{}
 	if l.Rows() > 0 {
 		a.x0, a.x1 = minOf(l.Time), maxOf(l.Time)
@@ -167,7 +167,7 @@ func histogram(d Dist, what, clr string) (figure, error) {
 
 // timeline is the link's status, state and losses over time, as colored
 // bands.
-func timeline(l *Link, s *Stats, ax timeAxis) (figure, error) {
+func timeline(l *LinkFile, s *Stats, ax timeAxis) (figure, error) {
 	f := figure{Title: "Status, state and losses over time"}
 	for i, n := range StatusNames {
 		if s.Status[i] > 0 {
@@ -276,7 +276,7 @@ func componentLabel(s *Signal, i int) string {
 }
 
 // measurementPlots are one plot per measured field, a line per value.
-func measurementPlots(l *Link, ax timeAxis) ([]figure, error) {
+func measurementPlots(l *LinkFile, ax timeAxis) ([]figure, error) {
 	var out []figure
 	for _, g := range groups(l.Meas) {
 		label := axisLabel(g, "measurement")
@@ -306,7 +306,7 @@ func measurementPlots(l *Link, ax timeAxis) ([]figure, error) {
 // a wide pale line, the command applied to the plant as a thin one on it,
 // in the same color per value, so that a clamp or a held command shows
 // where they part.
-func commandPlots(l *Link, ax timeAxis) ([]figure, error) {
+func commandPlots(l *LinkFile, ax timeAxis) ([]figure, error) {
 	applied := map[[2]string]*Signal{}
 	for _, s := range l.Applied {
 		applied[[2]string{s.Field, strconv.Itoa(s.Index)}] = s

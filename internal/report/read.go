@@ -55,12 +55,12 @@ type Recording struct {
 	// Name is the recording's base name: "run" for run.csv.
 	Name string
 	// Links are in the order of their names.
-	Links []*Link
+	Links []*LinkFile
 }
 
-// A Link is one link's CSV file, column by column: row i of the file is
+// A LinkFile is one link's CSV file, column by column: row i of the file is
 // index i of every slice, in arrival order.
-type Link struct {
+type LinkFile struct {
 	Name string // the link's name, from the file name
 	File string // the file it was read from
 
@@ -84,7 +84,7 @@ type Link struct {
 }
 
 // Rows is the number of rows read.
-func (l *Link) Rows() int { return len(l.Time) }
+func (l *LinkFile) Rows() int { return len(l.Time) }
 
 // A Signal is one value of a vector, over the rows: the column
 // meas_markers_2_mm is Field "markers", Index 2, Unit "mm".
@@ -173,7 +173,7 @@ func Open(path string) (*Recording, error) {
 }
 
 // ReadFile reads one link's CSV file.
-func ReadFile(name, path string) (*Link, error) {
+func ReadFile(name, path string) (*LinkFile, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
@@ -193,8 +193,8 @@ type column struct {
 // file is refused with an error naming the file, the line and the column.
 // NaN (or an empty cell) is accepted where the recorder writes it: the
 // lateness, the reply latency and the vectors.
-func Read(name, file string, r io.Reader) (*Link, error) {
-	l := &Link{Name: name, File: file}
+func Read(name, file string, r io.Reader) (*LinkFile, error) {
+	l := &LinkFile{Name: name, File: file}
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true

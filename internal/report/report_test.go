@@ -399,7 +399,7 @@ func TestPageSize(t *testing.T) {
 	}
 	l := bigLink(600_000)
 	var w countWriter
-	r := Build(&Recording{Name: "big", Links: []*Link{l}})
+	r := Build(&Recording{Name: "big", Links: []*LinkFile{l}})
 	if err := r.WriteHTML(&w); err != nil {
 		t.Fatal(err)
 	}
@@ -414,8 +414,8 @@ type countWriter int64
 func (c *countWriter) Write(p []byte) (int, error) { *c += countWriter(len(p)); return len(p), nil }
 
 // bigLink is n rows of a 1 kHz Emio-like link, built in memory.
-func bigLink(n int) *Link {
-	l := &Link{Name: "emio", File: "big.emio.csv"}
+func bigLink(n int) *LinkFile {
+	l := &LinkFile{Name: "emio", File: "big.emio.csv"}
 	mk := func(field, unit string, k int) []*Signal {
 		var out []*Signal
 		for i := range k {
@@ -512,7 +512,7 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("lost %d, rows %d", s.Lost, s.Rows)
 		}
 		if n <= 64 {
-			if err := Build(&Recording{Name: "fuzz", Links: []*Link{l}}).WriteHTML(io.Discard); err != nil {
+			if err := Build(&Recording{Name: "fuzz", Links: []*LinkFile{l}}).WriteHTML(io.Discard); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -543,7 +543,7 @@ func BenchmarkAnalyze(b *testing.B) {
 }
 
 func BenchmarkWriteHTML(b *testing.B) {
-	r := Build(&Recording{Name: "big", Links: []*Link{bigLink(60_000)}})
+	r := Build(&Recording{Name: "big", Links: []*LinkFile{bigLink(60_000)}})
 	for b.Loop() {
 		if err := r.WriteHTML(io.Discard); err != nil {
 			b.Fatal(err)

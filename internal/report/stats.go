@@ -102,7 +102,7 @@ type Stats struct {
 }
 
 // Analyze computes a link's statistics.
-func Analyze(l *Link) *Stats {
+func Analyze(l *LinkFile) *Stats {
 	n := l.Rows()
 	s := &Stats{Rows: n, Status: make([]int, len(StatusNames))}
 	if n == 0 {

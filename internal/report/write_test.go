@@ -16,7 +16,7 @@ import (
 func TestWriteFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "report.html")
-	r := Build(&Recording{Name: "small", Links: []*Link{bigLink(100)}})
+	r := Build(&Recording{Name: "small", Links: []*LinkFile{bigLink(100)}})
 	if err := r.WriteFile(path); err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func TestPageInChromium(t *testing.T) {
 			s.Links[0].State = "degraded"
 			s.Links[0].Seq = 5678
 		}
-		s.Links = append(s.Links, Link{Name: "meca500", Kind: "meca500", State: "degraded", RateHz: 100, Seq: 52,
+		s.Links = append(s.Links, LinkStatus{Name: "meca500", Kind: "meca500", State: "degraded", RateHz: 100, Seq: 52,
 			Measurement: []Vector{{Name: "joints", Unit: "°", Values: []float64{0, 0, 0, 0, 0, 0}}},
 			Command:     []Vector{{Name: "speeds", Unit: "°/s", Values: []float64{0, 0, 0, 0, 0, 0}}},
 			Faults: []Fault{{Name: "stopped", Title: "the robot is stopped and waits for a person",

@@ -29,10 +29,10 @@ var page []byte
 
 // Snapshot is the bridge's status at one moment.
 type Snapshot struct {
-	Version string    `json:"version"`
-	Config  string    `json:"config"`
-	Started time.Time `json:"started"`
-	Links   []Link    `json:"links"`
+	Version string       `json:"version"`
+	Config  string       `json:"config"`
+	Started time.Time    `json:"started"`
+	Links   []LinkStatus `json:"links"`
 	// Errors are the process's last warnings and errors, oldest first.
 	Errors []LogLine `json:"errors,omitempty"`
 }
@@ -40,8 +40,8 @@ type Snapshot struct {
 // LogLine is one warning or error the process logged.
 type LogLine = logging.Line
 
-// Link is one link's status.
-type Link struct {
+// LinkStatus is one link's status.
+type LinkStatus struct {
 	Name  string `json:"name"`
 	Kind  string `json:"kind"`
 	State string `json:"state"` // starting, handshaking, running, degraded, stopped
@@ -71,7 +71,7 @@ type Link struct {
 	// Servos are the link's servos, for a plant that has them.
 	Servos []Servo `json:"servos,omitempty"`
 	// Camera is the link's camera, for a plant that has one.
-	Camera *Camera `json:"camera,omitempty"`
+	Camera *CameraStatus `json:"camera,omitempty"`
 }
 
 // Lateness is how late the loop's sends were against their deadlines over
@@ -99,8 +99,8 @@ type Servo struct {
 	MissedReads uint64 `json:"missed_reads"`
 }
 
-// Camera is a link's camera.
-type Camera struct {
+// CameraStatus is a link's camera.
+type CameraStatus struct {
 	Streaming bool `json:"streaming"`
 	// Why is the last failure while not streaming.
 	Why string `json:"why,omitempty"`

@@ -19,7 +19,7 @@ import (
 func testSnapshot() Snapshot {
 	return Snapshot{
 		Version: "v1.2.3", Config: "/etc/bridge/emio.toml", Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
-		Links: []Link{{
+		Links: []LinkStatus{{
 			Name: "emio", Kind: "emio", State: "running", StateSince: time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC),
 			RateHz: 30, Seq: 1234, Last: "OK_NO_DELAY", OKPct: 99.5, Exchanges: 1235,
 			Counts: Counts{OK: 3, OKNoDelay: 1226, Timeouts: 2, Desyncs: 1, Reconnects: 1, Drops: 4, Overruns: 5, Late: 6},
@@ -40,7 +40,7 @@ func testSnapshot() Snapshot {
 					Alerting: true, Alerts: 12, MissedReads: 3},
 				{ID: 3}, // not read yet
 			},
-			Camera: &Camera{Streaming: true, FPS: 30.003, Frames: 150, Frame: 149, Found: 1, AgeMs: new(12.5),
+			Camera: &CameraStatus{Streaming: true, FPS: 30.003, Frames: 150, Frame: 149, Found: 1, AgeMs: new(12.5),
 				Thumbnail: ThumbnailPath("emio")},
 		}, {
 			Name: "vrep", Kind: "vrep", State: "handshaking", RateHz: 20, Seq: -1,

@@ -65,7 +65,7 @@ type Row struct {
 
 // RowOf is the terminal's row of a link's status: the command as one
 // vector, then the measurement by field but for the command's echo.
-func RowOf(l statuspage.Link) Row {
+func RowOf(l statuspage.LinkStatus) Row {
 	r := Row{
 		Name: l.Name, State: l.State, Last: l.Last, Seq: l.Seq,
 		RTT: time.Duration(math.Round(l.RTTMs*1e3)) * time.Microsecond,
