@@ -86,6 +86,9 @@ var imports = map[string][]string{
 	// link, the report's reader reads the recording, the recorder names
 	// its columns.
 	"internal/replay": {"bridge", "simulink", "internal/config", "internal/report", "internal/record"},
+	// The shadow twin: a model run beside a link's plant from its tick
+	// records.
+	"internal/shadow": {"bridge"},
 	// Servos found and pinged for a person: the bus is the driver's.
 	"internal/servoscan": {"dynamixel"},
 	// A simulated device served to a person: the simulators, their

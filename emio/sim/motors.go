@@ -234,6 +234,27 @@ func (m *Motors) Reopen(ctx context.Context) error {
 	return nil
 }
 
+// Sync sets the angles to the ones in a measurement of the Emio's layout
+// (the motors come last), holding there: a shadow twin starts from the real
+// robot's state, and is put back on it after a divergence.
+func (m *Motors) Sync(measured []float64) error {
+	if len(measured) != m.MeasureLen() {
+		return fmt.Errorf("sim: a measurement of %d values, want %d", len(measured), m.MeasureLen())
+	}
+	q := measured[len(measured)-len(m.q):]
+	for i, v := range q {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("%w: motor %d angle %v", ErrCommand, i, v)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.advance()
+	copy(m.q, q)
+	copy(m.goal, q)
+	return nil
+}
+
 // Unplug makes every access fail until Plug, as a pulled USB adapter does.
 func (m *Motors) Unplug() { m.mu.Lock(); m.unplugged = true; m.mu.Unlock() }
 

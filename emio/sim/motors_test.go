@@ -156,3 +156,31 @@ func TestMotorsStepped(t *testing.T) {
 		t.Error("the motors never moved")
 	}
 }
+
+// Sync puts the motors on a measurement's angles, holding there; a
+// measurement of another length or with a NaN is refused and changes
+// nothing.
+func TestMotorsSync(t *testing.T) {
+	m, _ := NewMotors(DefaultEmio(), &fakeClock{})
+	y := make([]float64, m.MeasureLen())
+	copy(y[len(y)-4:], []float64{0.1, -0.2, 0.3, -0.4})
+	if err := m.Sync(y); err != nil {
+		t.Fatal(err)
+	}
+	q, g := make([]float64, 4), make([]float64, 4)
+	m.State(q, g)
+	if !slices.Equal(q, []float64{0.1, -0.2, 0.3, -0.4}) || !slices.Equal(g, q) {
+		t.Fatalf("q %v goal %v", q, g)
+	}
+	y[len(y)-1] = math.NaN()
+	if err := m.Sync(y); err == nil {
+		t.Error("a NaN angle was taken")
+	}
+	if err := m.Sync(y[:3]); err == nil {
+		t.Error("a short measurement was taken")
+	}
+	m.State(q, g)
+	if q[3] != -0.4 {
+		t.Errorf("a refused Sync moved the motors: %v", q)
+	}
+}

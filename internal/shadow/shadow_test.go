@@ -1,0 +1,176 @@
+package shadow
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labbridge/bridge/bridge"
+	"github.com/labbridge/bridge/emio/sim"
+	"github.com/labbridge/bridge/internal/testutil"
+)
+
+type clock struct{ t int64 }
+
+func (c *clock) Now() int64 { return c.t }
+
+// stuck is a real plant one of whose motors no longer follows its goal.
+type stuck struct {
+	*sim.Motors
+	motor int
+	on    bool
+	held  float64
+}
+
+func (s *stuck) Command(u []float64) error {
+	if s.on {
+		v := append([]float64(nil), u...)
+		v[s.motor] = s.held
+		return s.Motors.Command(v)
+	}
+	return s.Motors.Command(u)
+}
+
+// loop runs n ticks of 10 ms of real, as a link would, handing each to tw:
+// the commands are a slow sine per motor.
+func loop(t *testing.T, real *stuck, tw *Twin, from, n int) {
+	t.Helper()
+	meas := make([]float64, real.MeasureLen())
+	u := make([]float64, real.CommandLen())
+	for k := from; k < from+n; k++ {
+		at := int64(k) * 10_000_000
+		real.StepTo(at)
+		if err := real.Measure(meas); err != nil {
+			t.Fatal(err)
+		}
+		for i := range u {
+			u[i] = 0.4 * math.Sin(float64(k)/40+float64(i))
+		}
+		tw.RecordTick(&bridge.TickRecord{Deadline: at, Measurement: meas, Applied: u, CommandApplied: true})
+		if err := real.Command(u); err != nil {
+			t.Fatal(err)
+		}
+		tw.drain()
+	}
+}
+
+func newTwin(t *testing.T) (*stuck, *Twin) {
+	t.Helper()
+	cfg := sim.DefaultEmio()
+	r, err := sim.NewMotors(cfg, &clock{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := sim.NewMotors(cfg, &clock{t: 123})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tw, err := New(Config{Model: m, Layout: m.Layout(), Threshold: map[string]float64{"angles": 0.1}, Hold: 300 * time.Millisecond, Buffer: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &stuck{Motors: r, motor: 1}, tw
+}
+
+// A model that is the plant follows it exactly: no divergence, no fault.
+func TestTwinFollows(t *testing.T) {
+	real, tw := newTwin(t)
+	loop(t, real, tw, 0, 500)
+	var s Snapshot
+	tw.Snapshot(&s)
+	if s.Ticks != 500 || s.Dropped != 0 || len(s.Faults) != 0 {
+		t.Fatalf("ticks %d dropped %d faults %v", s.Ticks, s.Dropped, s.Faults)
+	}
+	for j, d := range s.MaxAbs {
+		if d != 0 {
+			t.Errorf("value %d diverged by %g", j, d)
+		}
+	}
+}
+
+// A motor that sticks diverges from the model: after the hold, a fault
+// names it and its size; unstuck, the fault ends and the model is put back
+// on the real state.
+func TestTwinStuckServo(t *testing.T) {
+	real, tw := newTwin(t)
+	loop(t, real, tw, 0, 100)
+	q, g := make([]float64, 4), make([]float64, 4)
+	real.State(q, g)
+	real.on, real.held = true, q[1]
+	loop(t, real, tw, 100, 300)
+	var s Snapshot
+	tw.Snapshot(&s)
+	if len(s.Faults) != 1 {
+		t.Fatalf("faults %v, want one", s.Faults)
+	}
+	f := s.Faults[0]
+	if f.Field != "angles" || f.Index != 2 || f.Unit != "rad" || f.Size <= 0.1 || f.Ended || f.For < 300*time.Millisecond {
+		t.Errorf("fault %+v", f)
+	}
+	if !strings.HasPrefix(f.String(), "angles 2 diverges from the model by 0.") || !strings.Contains(f.String(), " rad (for ") {
+		t.Errorf("fault says %q", f)
+	}
+	// Found within the hold of crossing the threshold: the first tick
+	// past it plus 300 ms.
+	detected := time.Duration(f.Since-100*10_000_000) + 300*time.Millisecond
+	if detected > 2*time.Second {
+		t.Errorf("detected %v after the servo stuck", detected)
+	}
+	t.Logf("stuck at tick 100, detected %v later: %s", detected, f)
+	real.on = false
+	loop(t, real, tw, 400, 300)
+	tw.Snapshot(&s)
+	if len(s.Faults) != 1 || !s.Faults[0].Ended || !strings.Contains(s.Faults[0].String(), "diverged") {
+		t.Fatalf("after the servo was freed: %v", s.Faults)
+	}
+	for j, d := range s.Divergence {
+		if math.Abs(d) > 1e-9 {
+			t.Errorf("value %d still %g from the model after the resync", j, d)
+		}
+	}
+}
+
+// RecordTick is the loop's: it allocates nothing and, with the twin
+// behind by its whole buffer, drops the tick rather than wait.
+func TestRecordTickNeverWaits(t *testing.T) {
+	real, tw := newTwin(t)
+	meas := make([]float64, real.MeasureLen())
+	r := &bridge.TickRecord{Measurement: meas, Applied: make([]float64, 4), CommandApplied: true}
+	if a := testing.AllocsPerRun(100, func() { r.Deadline += 10_000_000; tw.RecordTick(r) }); a != 0 {
+		t.Errorf("RecordTick allocates %v times", a)
+	}
+	var s Snapshot
+	tw.Snapshot(&s)
+	if s.Dropped < 90 {
+		t.Errorf("dropped %d of 101 ticks with an 8-tick buffer and no one serving", s.Dropped)
+	}
+	// Served, it catches up with what was kept.
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- tw.Serve(ctx) }()
+	testutil.WaitFor(t, "the twin to run the kept ticks", func() bool { tw.Snapshot(&s); return s.Ticks == 8 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A configuration that cannot work is refused, naming what.
+func TestNewRefuses(t *testing.T) {
+	m, _ := sim.NewMotors(sim.DefaultEmio(), &clock{})
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Layout: m.Layout()}, "no model"},
+		{Config{Model: m, Layout: m.Layout(), Threshold: map[string]float64{"wheels": 1}}, `"wheels", which the plant does not measure`},
+		{Config{Model: m, Layout: m.Layout(), Threshold: map[string]float64{"angles": -1}}, "threshold of angles -1"},
+		{Config{Model: m, Layout: m.Layout(), Hold: -time.Second}, "hold -1s"},
+	} {
+		if _, err := New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v, want %q", err, tc.want)
+		}
+	}
+}
