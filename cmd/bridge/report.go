@@ -6,26 +6,13 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/labbridge/bridge/internal/atomicfile"
 	"github.com/labbridge/bridge/internal/config"
 	"github.com/labbridge/bridge/internal/logging"
-	"github.com/labbridge/bridge/internal/record"
 	"github.com/labbridge/bridge/internal/replay"
 	"github.com/labbridge/bridge/internal/report"
 	"github.com/labbridge/bridge/internal/termview"
 )
-
-// pageError is a page that could not be written: the path and the
-// reason in a user's words.
-type pageError struct {
-	cmd, path string
-	err       error
-}
-
-func (e *pageError) Error() string {
-	return fmt.Sprintf("bridge %s: cannot write %s: %s", e.cmd, e.path, record.Explain(e.path, e.err))
-}
-
-func (e *pageError) Unwrap() error { return e.err }
 
 // cmdReport is `bridge report FILE [-out report.html]`: the page of a
 // recording made by bridge record (docs/tap.md §5), and a line per link.
@@ -43,7 +30,7 @@ func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 	r := report.Build(rec)
 	// Through a temporary file: a failure leaves an older page whole.
 	if err := r.WriteFile(*out); err != nil {
-		return &pageError{"report", *out, err}
+		return fmt.Errorf("bridge report: %w", atomicfile.Flagged(err, "-out"))
 	}
 	fmt.Fprintf(stdout, "wrote %s: %s, %d link(s)\n", *out, rec.Name, len(rec.Links))
 	for i, l := range rec.Links {
@@ -106,13 +93,13 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if *out != "" {
 		if err := res.WriteFile(*out); err != nil {
-			return fmt.Errorf("bridge %w", err)
+			return fmt.Errorf("bridge replay: %w", atomicfile.Flagged(err, "-out"))
 		}
 		fmt.Fprintf(stdout, "wrote %s\n", *out)
 	}
 	if *page != "" {
 		if err := res.Comparison().WriteFile(*page); err != nil {
-			return &pageError{"replay", *page, err}
+			return fmt.Errorf("bridge replay: %w", atomicfile.Flagged(err, "-report"))
 		}
 		fmt.Fprintf(stdout, "wrote %s\n", *page)
 	}

@@ -149,6 +149,9 @@ func TestReplayCommand(t *testing.T) {
 		{[]string{"replay"}, 2, "name the recording"},
 		{[]string{"replay", "run.arm.csv", "-commands", "sent"}, 2, `-commands "sent": want applied or received`},
 		{[]string{"replay", filepath.Join(dir, "none.arm.csv")}, 1, "bridge replay: report: "},
+		{[]string{"replay", filepath.Join(dir, "run.arm.csv"), "-config", cfg, "-speed", "5", "-out", filepath.Join(dir, "none", "r.csv")}, 1,
+			"bridge replay: cannot write " + filepath.Join(dir, "none", "r.csv") + ": the folder " + filepath.Join(dir, "none") + " does not exist; create it or choose another -out"},
+		{[]string{"replay", filepath.Join(dir, "run.arm.csv"), "-config", cfg, "-speed", "5", "-report", dir}, 1, "is a folder; give -report a file name in it"},
 		{[]string{"replay", filepath.Join(dir, "run.arm.csv")}, 1, `the configuration has no link "arm" (it has emio, meca500, vrep): replay into the configuration it was recorded with (-config)`},
 	} {
 		if code, _, stderr := runCLI(t, tc.args...); code != tc.code || !strings.Contains(stderr, tc.want) {

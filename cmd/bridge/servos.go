@@ -72,6 +72,8 @@ func cmdSimServos(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
+	ctx, cancel := withDuration(ctx, servos.Duration)
+	defer cancel()
 	return servos.Serve(ctx, stdout)
 }
 
@@ -87,6 +89,8 @@ func cmdSimMeca500(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
+	ctx, cancel := withDuration(ctx, arm.Duration)
+	defer cancel()
 	return arm.Serve(ctx, simStdin, stdout)
 }
 
@@ -104,6 +108,8 @@ func cmdSimVREP(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintln(stderr, err)
 		return errUsage
 	}
+	ctx, cancel := withDuration(ctx, scene.Duration)
+	defer cancel()
 	return scene.Serve(ctx, simStdin, stdout)
 }
 

@@ -36,6 +36,11 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// ErrNotFile is a destination that exists and is not a regular file (a
+// device such as /dev/full, a pipe, a socket): renaming over it would
+// replace it.
+var ErrNotFile = errors.New("atomicfile: not a regular file")
+
 // Write writes path with what write writes, whole or not at all, with
 // permissions perm. The writer is buffered; write must not keep it.
 func Write(path string, perm fs.FileMode, write func(io.Writer) error) error {
@@ -57,6 +62,9 @@ type Pending struct {
 // permissions perm, and syncs it; path is not touched. On error nothing
 // is left.
 func Stage(path string, perm fs.FileMode, write func(io.Writer) error) (_ *Pending, err error) {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+		return nil, &Error{Path: path, Err: ErrNotFile}
+	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return nil, &Error{Path: path, Err: err}
@@ -156,6 +164,8 @@ func Explain(path, flag string, err error) string {
 	}
 	dir := filepath.Dir(path)
 	switch {
+	case errors.Is(err, ErrNotFile):
+		return fmt.Sprintf("%s is a device, a pipe or a socket, not a file, and stays as it is; choose another %s", path, other)
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return "the disk is full; free some space or write elsewhere"
 	case errors.Is(err, syscall.EROFS):

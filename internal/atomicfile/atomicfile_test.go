@@ -282,3 +282,24 @@ func TestStage(t *testing.T) {
 	}
 	only(t, dir, "bridge@.service")
 }
+
+// A destination that is not a regular file (a pipe here; a device such as
+// /dev/full alike) is refused and left as it is: a rename would replace it.
+func TestWriteRefusesNotAFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "pipe")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := Write(fifo, 0o644, func(w io.Writer) error { _, err := io.WriteString(w, "x"); return err })
+	var ae *Error
+	if !errors.Is(err, ErrNotFile) || !errors.As(err, &ae) || !strings.Contains(err.Error(), fifo+" is a device, a pipe or a socket, not a file, and stays as it is") {
+		t.Fatalf("Write: %v", err)
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("the pipe was replaced: %v %v", fi.Mode(), err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 1 {
+		t.Errorf("left in the folder: %v", left)
+	}
+}

@@ -36,10 +36,6 @@ func (e *WriteError) Error() string {
 
 func (e *WriteError) Unwrap() []error { return []error{ErrWrite, e.Err} }
 
-// Explain says in a user's words why path, named by -out, could not be
-// created or written, and what to do.
-func Explain(path string, err error) string { return explain(path, "", err) }
-
 func explain(path, flag string, err error) string {
 	if flag == "" {
 		flag = "-out"

@@ -283,25 +283,38 @@ func (r *Result) overruns() int {
 // WriteText says how the replay went and, per value compared, how far the
 // replay is from the recording.
 func (r *Result) WriteText(w io.Writer) error {
-	fmt.Fprintf(w, "replayed %d of %d recorded ticks of %s (%s, every %v)\n",
-		r.Played, r.Track.Rows(), r.Track.File, r.What, r.Track.Period.Round(time.Microsecond))
-	if n := r.overruns(); n > 0 && r.ranSkips {
-		fmt.Fprintf(w, "the recording skipped periods before %d tick(s) (the machine paused), which the replay ran: from each, the replay may leave the recording\n", n)
-	}
-	if r.Disturbed > 0 {
-		fmt.Fprintf(w, "the replay's own ticks were disturbed %d time(s) (a reply timed out or late, an overrun): from the first, the replay may leave the recording\n", r.Disturbed)
+	for _, l := range r.summary() {
+		fmt.Fprintln(w, l)
 	}
 	fmt.Fprintf(w, "%-28s %14s %14s %8s\n", "replayed − recorded", "max |diff|", "rms", "at tick")
 	for _, f := range r.Fields {
-		at := "-"
-		if f.AtRow >= 0 {
-			at = strconv.FormatInt(r.Track.Tick[f.AtRow], 10)
-		}
-		if _, err := fmt.Fprintf(w, "%-28s %14.6g %14.6g %8s\n", f.Column, f.MaxAbs, f.RMS, at); err != nil {
+		if _, err := fmt.Fprintf(w, "%-28s %14.6g %14.6g %8s\n", f.Column, f.MaxAbs, f.RMS, r.tickOf(f)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// summary is what the replay did and what may have made it leave the
+// recording, a line each.
+func (r *Result) summary() []string {
+	lines := []string{fmt.Sprintf("replayed %d of %d recorded ticks of %s (%s, every %v)",
+		r.Played, r.Track.Rows(), r.Track.File, r.What, r.Track.Period.Round(time.Microsecond))}
+	if n := r.overruns(); n > 0 && r.ranSkips {
+		lines = append(lines, fmt.Sprintf("the recording skipped periods before %d tick(s) (the machine paused), which the replay ran: from each, the replay may leave the recording", n))
+	}
+	if r.Disturbed > 0 {
+		lines = append(lines, fmt.Sprintf("the replay's own ticks were disturbed %d time(s) (a reply timed out or late, an overrun): from the first, the replay may leave the recording", r.Disturbed))
+	}
+	return lines
+}
+
+// tickOf is the recorded tick of f's largest difference, "-" without one.
+func (r *Result) tickOf(f FieldDiff) string {
+	if f.AtRow < 0 {
+		return "-"
+	}
+	return strconv.FormatInt(r.Track.Tick[f.AtRow], 10)
 }
 
 // WriteCSV writes the replay tick by tick: the tick and seq, then for each
@@ -353,27 +366,14 @@ func (r *Result) WriteFile(path string) error {
 // Comparison is the replay as a page (report.Comparison): per field, the
 // recorded and the replayed values overlaid, and their difference.
 func (r *Result) Comparison() *report.Comparison {
-	n := r.Track.Rows()
-	at := make([]float64, n)
+	// The recorded times: a tick after skipped periods is placed after them.
+	at := make([]float64, r.Track.Rows())
 	for i := range at {
-		at[i] = float64(r.Track.Tick[i]-r.Track.Tick[0]) * r.Track.Period.Seconds()
+		at[i] = float64(r.Track.At[i]) / 1e9
 	}
-	var text strings.Builder
-	r.WriteText(&text)
-	lines := strings.Split(strings.TrimSpace(text.String()), "\n")
-	summary := lines[:1]
-	for _, l := range lines[1:] {
-		if strings.HasPrefix(l, "the ") {
-			summary = append(summary, l)
-		}
-	}
-	c := report.NewComparison(r.Track.File, r.What, summary, r.Columns, at, r.Recorded, r.Replayed, r.Got)
+	c := report.NewComparison(r.Track.File, r.What, r.summary(), r.Columns, at, r.Recorded, r.Replayed, r.Got)
 	for _, f := range r.Fields {
-		d := report.Diff{Column: f.Column, Max: f.MaxAbs, RMS: f.RMS, At: "-"}
-		if f.AtRow >= 0 {
-			d.At = strconv.FormatInt(r.Track.Tick[f.AtRow], 10)
-		}
-		c.Diffs = append(c.Diffs, d)
+		c.Diffs = append(c.Diffs, report.Diff{Column: f.Column, Max: f.MaxAbs, RMS: f.RMS, At: r.tickOf(f)})
 	}
 	return c
 }

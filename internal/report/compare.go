@@ -149,15 +149,7 @@ func (c *Comparison) WriteFile(path string) error {
 	return nil
 }
 
-var comparePage = template.Must(template.Must(page.Clone()).New("compare").Parse(`<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="bridge replay">
-<title>{{.Title}}</title>
-<style>{{.Style}}</style>
-</head>
+var comparePage = template.Must(template.Must(page.Clone()).New("compare").Parse(`{{template "head" .}}
 <body>
 <header><div class="wrap">
 <h1>{{.Name}}<small>replayed</small></h1>

@@ -334,15 +334,7 @@ footer{color:var(--muted);font-size:12px;text-align:center;padding:0 0 30px}
 @media print{body{background:#fff}section.link{box-shadow:none;break-inside:avoid-page}header{background:#fff;color:#000}}
 `
 
-var page = template.Must(template.New("page").Parse(`<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="bridge report">
-<title>{{.Title}}</title>
-<style>{{.Style}}</style>
-</head>
+var page = template.Must(template.New("page").Parse(`{{template "head" .}}
 <body>
 <header><div class="wrap">
 <h1>{{.Name}}<small>bridge recording</small></h1>
@@ -383,5 +375,14 @@ var page = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <footer>bridge report · rows as bridge record wrote them (docs/tap.md §5) · percentiles are nearest-rank</footer>
 </body>
 </html>
+{{define "head"}}<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="bridge">
+<title>{{.Title}}</title>
+<style>{{.Style}}</style>
+</head>{{end}}
 {{define "fig"}}<figure><figcaption><b>{{.Title}}</b>{{range .Legend}}<span class="legend"><i class="{{.Kind}}" style="{{if eq .Kind "band"}}background{{else}}border-color{{end}}:{{.Color}}"></i>{{.Label}}</span>{{end}}</figcaption>{{if .Note}}<p class="note">{{.Note}}</p>{{end}}{{if .Empty}}<div class="empty">{{.Empty}}</div>{{else}}{{.SVG}}{{end}}</figure>{{end}}
 `))

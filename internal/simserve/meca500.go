@@ -22,7 +22,7 @@ type Meca500 struct {
 	Firmware string
 	Virtual  bool // say R3-virtual in the banner
 	Control  string
-	Duration time.Duration
+	Duration time.Duration // -duration: the caller bounds Serve's context by it
 }
 
 // Meca500Flags declares `bridge sim meca500`'s flags on fs; the returned
@@ -41,7 +41,7 @@ func Meca500Flags(fs *flag.FlagSet) func() (Meca500, error) {
 	}
 }
 
-// Serve serves the arm until ctx is done or m.Duration has passed, taking
+// Serve serves the arm until ctx is done (the caller bounds it by Duration), taking
 // faults from in (nil: none) and Control, saying on out how to connect and,
 // at the end, what it served.
 func (m Meca500) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
@@ -57,8 +57,6 @@ func (m Meca500) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	// Said before the console starts: nothing else writes yet.
 	fmt.Fprintf(out, "simulated Meca500 R3 (firmware %s) on %s\n", m.Firmware, ln.Addr())
 	fmt.Fprintf(out, "connect mecademicpy or a bridge link (address = %q); Ctrl-C stops\n", ln.Addr().String())
-	ctx, cancel := withDuration(ctx, m.Duration)
-	defer cancel()
 	con, err := console.Start(ctx, console.Config{Name: "bridge sim meca500", In: in, Out: out, Addr: m.Control,
 		Apply: robot.Control, Status: robot.StateLine, Help: mecasim.ControlHelp})
 	if err != nil {

@@ -24,7 +24,7 @@ type Servos struct {
 	Firmware    byte
 	ReturnDelay byte // in 2 µs units
 	Latency     time.Duration
-	Duration    time.Duration
+	Duration    time.Duration // -duration: the caller bounds Serve's context by it
 }
 
 // ServosFlags declares `bridge sim servos`'s flags on fs; the returned
@@ -60,7 +60,7 @@ func ServosFlags(fs *flag.FlagSet) func() (Servos, error) {
 	}
 }
 
-// Serve serves the servos until ctx is done or s.Duration has passed,
+// Serve serves the servos until ctx is done (the caller bounds it by Duration),
 // saying on out where they are and, at the end, what they served.
 func (s Servos) Serve(ctx context.Context, out io.Writer) error {
 	bc := dxlsim.DefaultBusConfig()
@@ -96,8 +96,6 @@ func (s Servos) Serve(ctx context.Context, out io.Writer) error {
 		fmt.Fprintf(out, "linked at %s\n", s.Link)
 	}
 	fmt.Fprintln(out, "open it with any Dynamixel software; Ctrl-C stops")
-	ctx, cancel := withDuration(ctx, s.Duration)
-	defer cancel()
 	err = pt.Serve(ctx)
 	st := bus.Stats()
 	fmt.Fprintf(out, "served %d instruction(s), %d repl(ies), %d corrupt, %d garbage byte(s)\n", st.Packets, st.Replies, st.Corrupt, st.Garbage)

@@ -7,16 +7,3 @@
 // when it stops. The devices are dynamixel/dxlsim's, meca500/mecasim's and
 // vrep/vrepsim's (docs/dynamixel.md, docs/meca500.md, docs/vrep.md).
 package simserve
-
-import (
-	"context"
-	"time"
-)
-
-// withDuration bounds ctx by d when d > 0 (the -duration flags).
-func withDuration(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	if d > 0 {
-		return context.WithTimeout(ctx, d)
-	}
-	return context.WithCancel(ctx)
-}

@@ -26,7 +26,7 @@ type VREP struct {
 	CloseLast bool          // AZ: wait for the client to close first
 	Control   string        // HTTP fault endpoint
 	Commands  bool          // read fault commands from the console's input
-	Duration  time.Duration
+	Duration  time.Duration // -duration: the caller bounds Serve's context by it
 }
 
 // VREPFlags declares `bridge sim vrep`'s flags on fs; the returned function
@@ -58,7 +58,7 @@ func VREPFlags(fs *flag.FlagSet) func() (VREP, error) {
 	}
 }
 
-// Serve serves the scene until ctx is done or v.Duration has passed, taking
+// Serve serves the scene until ctx is done (the caller bounds it by Duration), taking
 // fault commands from in (when v.Commands) and v.Control, saying on out how
 // to connect and, at the end, what it served.
 func (v VREP) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
@@ -74,8 +74,6 @@ func (v VREP) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		return fmt.Errorf("bridge sim vrep: cannot serve on %s: %w (another scene or CoppeliaSim holds it? try -listen 127.0.0.1:0)", addr, err)
 	}
 	defer ln.Close()
-	ctx, cancel := withDuration(ctx, v.Duration)
-	defer cancel()
 	if v.Every > 0 && v.Fault != vrepsim.None {
 		fmt.Fprintf(out, "fault %s every %d exchange(s)\n", v.Fault, v.Every)
 	}
