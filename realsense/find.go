@@ -53,12 +53,17 @@ func Probe(ctx context.Context, path string) (string, error) {
 		return "", err
 	}
 	defer lib.Close()
-	cam, err := lib.OpenCamera(Config{PlaybackFile: path, Color: true, Depth: true, Timeout: 5 * time.Second})
+	// Looped: the syncer can split a short recording's framesets so that a
+	// pass ends without a complete one; the next pass is tried until the timeout.
+	cam, err := lib.OpenCamera(Config{PlaybackFile: path, Color: true, Depth: true, Loop: true, Timeout: 5 * time.Second})
 	if err != nil {
 		return "", err
 	}
 	defer cam.Close()
 	f := cam.NewFrame()
+	// A rewind restarts the read's timeout: bound the passes as a whole.
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
 	if err := cam.Read(ctx, f); err != nil {
 		return "", fmt.Errorf("realsense: %s: no frame: %w", path, err)
 	}
