@@ -100,8 +100,11 @@ type Motors struct {
 	now       int64
 	torque    bool
 	unplugged bool
-	commands  uint64
-	markers   *LinearMarkers
+	// stuck motors keep their goal whatever they are commanded: a servo
+	// whose gear or horn jammed (a fault for the shadow twin to find).
+	stuck    []bool
+	commands uint64
+	markers  *LinearMarkers
 
 	measureLen int
 }
@@ -111,7 +114,7 @@ func NewMotors(cfg MotorsConfig, clock Clock) (*Motors, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	m := &Motors{cfg: cfg, clock: clock, q: make([]float64, cfg.Motors), goal: make([]float64, cfg.Motors), torque: true,
+	m := &Motors{cfg: cfg, clock: clock, q: make([]float64, cfg.Motors), goal: make([]float64, cfg.Motors), torque: true, stuck: make([]bool, cfg.Motors),
 		measureLen: emio.Layout(cfg.Markers, cfg.Motors).MeasureLen()}
 	if cfg.Markers > 0 {
 		lm, err := NewLinearMarkers(cfg.Y0, cfg.J, cfg.Motors)
@@ -206,9 +209,27 @@ func (m *Motors) Command(u []float64) error {
 		return ErrUnplugged
 	}
 	m.advance()
-	copy(m.goal, u)
+	for i, v := range u {
+		if !m.stuck[i] {
+			m.goal[i] = v
+		}
+	}
 	m.torque = true
 	m.commands++
+	return nil
+}
+
+// Stick makes motor i (0-based) keep its goal whatever it is commanded,
+// or, with stuck false, follow its commands again.
+func (m *Motors) Stick(i int, stuck bool) error {
+	if i < 0 || i >= len(m.q) {
+		return fmt.Errorf("%w: motor %d of %d", ErrCommand, i+1, len(m.q))
+	}
+	m.mu.Lock()
+	m.advance()
+	// Stuck where it is now, not where it was going.
+	m.goal[i], m.stuck[i] = m.q[i], stuck
+	m.mu.Unlock()
 	return nil
 }
 

@@ -184,3 +184,36 @@ func TestMotorsSync(t *testing.T) {
 		t.Errorf("a refused Sync moved the motors: %v", q)
 	}
 }
+
+// A stuck motor stays where it stuck whatever it is commanded; freed, it
+// follows its commands again; the others follow all along.
+func TestMotorsStick(t *testing.T) {
+	c := &fakeClock{}
+	m, _ := NewMotors(DefaultEmio(), c)
+	y := make([]float64, m.MeasureLen())
+	step := func(u []float64) []float64 {
+		c.t += 1_000_000_000 // long past the time constant
+		if err := m.Command(u); err != nil {
+			t.Fatal(err)
+		}
+		c.t += 1_000_000_000
+		if err := m.Measure(y); err != nil {
+			t.Fatal(err)
+		}
+		return y[len(y)-4:]
+	}
+	step([]float64{0.2, 0.2, 0.2, 0.2})
+	if err := m.Stick(1, true); err != nil {
+		t.Fatal(err)
+	}
+	if q := step([]float64{0.5, 0.5, 0.5, 0.5}); math.Abs(q[1]-0.2) > 1e-6 || math.Abs(q[0]-0.5) > 1e-6 {
+		t.Fatalf("stuck: %v", q)
+	}
+	m.Stick(1, false)
+	if q := step([]float64{0.5, 0.5, 0.5, 0.5}); math.Abs(q[1]-0.5) > 1e-6 {
+		t.Fatalf("freed: %v", q)
+	}
+	if err := m.Stick(4, true); err == nil {
+		t.Error("motor 5 of 4 stuck")
+	}
+}
