@@ -35,6 +35,10 @@ type MotorsConfig struct {
 	Motors int
 	// TimeConstant is the first-order response of each motor to its goal.
 	TimeConstant time.Duration
+	// MaxSpeed bounds each motor's speed (rad/s; 0: unbounded), as a
+	// servo's Profile Velocity does: with TimeConstant 0, a motor goes to
+	// its goal at this speed (a Dynamixel's velocity profile).
+	MaxSpeed float64
 	// Initial is the starting angle of each motor (rad); nil = zeros.
 	Initial []float64
 	// Markers is the number of tracked markers (nb_markers).
@@ -68,6 +72,8 @@ func (c *MotorsConfig) validate() error {
 		return fmt.Errorf("%w: motors = %d, want 1..64", ErrConfig, c.Motors)
 	case c.TimeConstant < 0 || c.TimeConstant > time.Minute:
 		return fmt.Errorf("%w: time_constant = %v, want 0..1m", ErrConfig, c.TimeConstant)
+	case !(c.MaxSpeed >= 0) || math.IsInf(c.MaxSpeed, 0):
+		return fmt.Errorf("%w: max speed = %v rad/s, want 0 (unbounded) or more", ErrConfig, c.MaxSpeed)
 	case c.Initial != nil && len(c.Initial) != c.Motors:
 		return fmt.Errorf("%w: initial has %d values, want %d", ErrConfig, len(c.Initial), c.Motors)
 	case c.Markers < 0 || c.Markers > 16:
@@ -168,8 +174,13 @@ func (m *Motors) advance() {
 	if tc := m.cfg.TimeConstant; tc > 0 {
 		k = math.Exp(-float64(dt) / float64(tc))
 	}
+	step := m.cfg.MaxSpeed * float64(dt) / 1e9
 	for i := range m.q {
-		m.q[i] = m.goal[i] + (m.q[i]-m.goal[i])*k
+		q := m.goal[i] + (m.q[i]-m.goal[i])*k
+		if step > 0 {
+			q = m.q[i] + max(-step, min(step, q-m.q[i]))
+		}
+		m.q[i] = q
 	}
 }
 

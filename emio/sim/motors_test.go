@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -215,5 +216,43 @@ func TestMotorsStick(t *testing.T) {
 	}
 	if err := m.Stick(4, true); err == nil {
 		t.Error("motor 5 of 4 stuck")
+	}
+}
+
+// MaxSpeed moves a motor at that speed toward its goal, as a servo's
+// velocity profile does, and with TimeConstant 0 reaches it exactly.
+func TestMotorsMaxSpeed(t *testing.T) {
+	cfg := DefaultEmio()
+	cfg.TimeConstant, cfg.MaxSpeed = 0, 2 // rad/s
+	c := &fakeClock{}
+	m, err := NewMotors(cfg, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := make([]float64, m.MeasureLen())
+	if err := m.Command([]float64{1, -1, 0.1, 0}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		at   int64
+		want []float64
+	}{
+		{100_000_000, []float64{0.2, -0.2, 0.1, 0}},
+		{400_000_000, []float64{0.8, -0.8, 0.1, 0}},
+		{600_000_000, []float64{1, -1, 0.1, 0}},
+	} {
+		c.t = tc.at
+		if err := m.Measure(y); err != nil {
+			t.Fatal(err)
+		}
+		for i, w := range tc.want {
+			if q := y[len(y)-4+i]; math.Abs(q-w) > 1e-9 {
+				t.Errorf("at %d ms motor %d at %g, want %g", tc.at/1_000_000, i+1, q, w)
+			}
+		}
+	}
+	cfg.MaxSpeed = math.NaN()
+	if _, err := NewMotors(cfg, c); err == nil || !strings.Contains(err.Error(), "max speed = NaN") {
+		t.Errorf("a NaN speed: %v", err)
 	}
 }
