@@ -37,3 +37,10 @@ func (l *LinearMarkers) Markers(q, dst []float64) {
 		}
 	}
 }
+
+// NoMarkers is a marker source for a model that does not predict the
+// markers: it gives zeros.
+type NoMarkers struct{}
+
+// Markers implements emio.MarkerSource.
+func (NoMarkers) Markers(_, dst []float64) { clear(dst) }

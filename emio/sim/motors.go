@@ -48,6 +48,9 @@ type MotorsConfig struct {
 	// J maps motor angles to marker displacement: (3·Markers)×Motors, row
 	// major, mm/rad.
 	J []float64
+	// Source, if set, gives the markers from the angles instead of Y0 and J
+	// (the lab's Kinematics, for a twin of the simulated lab).
+	Source emio.MarkerSource
 }
 
 // DefaultEmio is a 4-motor, 1-marker model. Its J has orthogonal rows, so its
@@ -78,6 +81,8 @@ func (c *MotorsConfig) validate() error {
 		return fmt.Errorf("%w: initial has %d values, want %d", ErrConfig, len(c.Initial), c.Motors)
 	case c.Markers < 0 || c.Markers > 16:
 		return fmt.Errorf("%w: markers = %d, want 0..16", ErrConfig, c.Markers)
+	case c.Source != nil:
+		// The source gives the markers; Y0 and J are not used.
 	case c.Markers > 0 && len(c.Y0) != 3*c.Markers:
 		return fmt.Errorf("%w: y0 has %d values, want %d", ErrConfig, len(c.Y0), 3*c.Markers)
 	case c.Markers > 0 && len(c.J) != 3*c.Markers*c.Motors:
@@ -110,7 +115,7 @@ type Motors struct {
 	// whose gear or horn jammed (a fault for the shadow twin to find).
 	stuck    []bool
 	commands uint64
-	markers  *LinearMarkers
+	markers  emio.MarkerSource
 
 	measureLen int
 }
@@ -122,7 +127,9 @@ func NewMotors(cfg MotorsConfig, clock Clock) (*Motors, error) {
 	}
 	m := &Motors{cfg: cfg, clock: clock, q: make([]float64, cfg.Motors), goal: make([]float64, cfg.Motors), torque: true, stuck: make([]bool, cfg.Motors),
 		measureLen: emio.Layout(cfg.Markers, cfg.Motors).MeasureLen()}
-	if cfg.Markers > 0 {
+	if cfg.Markers > 0 && cfg.Source != nil {
+		m.markers = cfg.Source
+	} else if cfg.Markers > 0 {
 		lm, err := NewLinearMarkers(cfg.Y0, cfg.J, cfg.Motors)
 		if err != nil {
 			return nil, err

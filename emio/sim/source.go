@@ -50,11 +50,14 @@ type LabCamera struct {
 	st  camera.Stream
 
 	unplugged atomic.Bool
+	// hidden: a bit per marker that something stands in front of.
+	hidden atomic.Uint64
 
 	mu     sync.Mutex
 	clk    frameClock
 	render int64 // ns a frame takes to render, slowly forgotten
 	q, m   []float64
+	shown  []float64 // the markers in view, as rendered
 }
 
 // maxClockErrorPPM bounds LabCameraConfig.ClockErrorPPM: a crystal is off by
@@ -89,7 +92,7 @@ func NewLabCamera(cfg LabCameraConfig) (*LabCamera, error) {
 		st: camera.Stream{Width: cfg.Width, Height: cfg.Height, FPS: cfg.FPS, Intrinsics: tracker.Intrinsics{
 			Width: cfg.Width, Height: cfg.Height, PPX: cc.PPX, PPY: cc.PPY, FX: cc.FX, FY: cc.FY,
 		}},
-		q: make([]float64, cfg.Kinematics.Motors()), m: make([]float64, cfg.Kinematics.Len()),
+		q: make([]float64, cfg.Kinematics.Motors()), m: make([]float64, cfg.Kinematics.Len()), shown: make([]float64, cfg.Kinematics.Len()),
 	}, nil
 }
 
@@ -153,7 +156,13 @@ func (s *LabCamera) Read(ctx context.Context, f *camera.Frame) error {
 		s.cfg.Angles(s.q)
 	}
 	s.cfg.Kinematics.Markers(s.q, s.m)
-	err := s.cam.Render(f.Color, f.Depth, s.m)
+	shown, hidden := s.shown[:0], s.hidden.Load()
+	for k := 0; 3*k < len(s.m); k++ {
+		if hidden&(1<<k) == 0 { // else not drawn: a marker behind something
+			shown = append(shown, s.m[3*k:3*k+3]...)
+		}
+	}
+	err := s.cam.Render(f.Color, f.Depth, shown)
 	// The render time to plan the next one by: a slow one counts at once,
 	// a fast one slowly, so that one quick frame does not make the next late.
 	if d := s.cfg.Clock.Now() - start; d > s.render {
@@ -183,6 +192,24 @@ func (s *LabCamera) Unplug() { s.unplugged.Store(true) }
 
 // Plug undoes Unplug: the next Open streams again.
 func (s *LabCamera) Plug() { s.unplugged.Store(false) }
+
+// Occlude hides marker k (1-based) from the camera, as a hand or a cable in
+// front of it would, or, with on false, shows it again.
+func (s *LabCamera) Occlude(k int, on bool) error {
+	if k < 1 || 3*k > len(s.m) {
+		return fmt.Errorf("%w: marker %d of %d", ErrConfig, k, len(s.m)/3)
+	}
+	for {
+		old := s.hidden.Load()
+		nu := old &^ (1 << (k - 1))
+		if on {
+			nu = old | 1<<(k-1)
+		}
+		if s.hidden.CompareAndSwap(old, nu) {
+			return nil
+		}
+	}
+}
 
 // Unplugged reports whether the camera is unplugged.
 func (s *LabCamera) Unplugged() bool { return s.unplugged.Load() }

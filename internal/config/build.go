@@ -16,6 +16,7 @@ import (
 	"github.com/labbridge/bridge/emio/sim"
 	"github.com/labbridge/bridge/internal/atomicfile"
 	"github.com/labbridge/bridge/internal/fault"
+	"github.com/labbridge/bridge/internal/shadow"
 	"github.com/labbridge/bridge/metrics"
 	"github.com/labbridge/bridge/plant"
 	"github.com/labbridge/bridge/realtime"
@@ -94,6 +95,11 @@ type Built struct {
 	// LabCamera is the virtual camera of an Emio with camera kind = "sim"
 	// (for tests that unplug it), else nil.
 	LabCamera *sim.LabCamera
+	// Motors are the in-memory motors of a link of plant kind "sim" (for
+	// a person or a test to jam one), else nil.
+	Motors *sim.Motors
+	// Shadow is the link's shadow twin ([link.shadow]), nil when off.
+	Shadow *shadow.Twin
 	// Meca500 is the simulated robot of a Meca500 link with address =
 	// "sim" (for tests that inject faults), else nil.
 	Meca500 *SimMeca500
@@ -118,6 +124,8 @@ type builder struct {
 	built *Built
 	sim   *dxlsim.Bus
 	lab   *sim.LabCamera
+	// motors are the in-memory motors of a plant of kind sim.
+	motors *sim.Motors
 }
 
 // parts are what a kind builds.
@@ -226,7 +234,7 @@ func (l *LinkTable) Build(env Env) (bb *Built, err error) {
 	} else {
 		ps, err = l.Plant.build(b)
 	}
-	built.Simulated, built.LabCamera = b.sim, b.lab
+	built.Simulated, built.LabCamera, built.Motors = b.sim, b.lab, b.motors
 	if ps != nil {
 		built.closers = append(built.closers, ps.closers...)
 	}
@@ -260,16 +268,21 @@ func (l *LinkTable) Build(env Env) (bb *Built, err error) {
 		built.Tap, lcfg.Recorder = tp, tp
 		built.Deps = append(built.Deps, bridge.Part{Name: "tap", Service: tp})
 	}
-	switch {
-	case env.Recorder != nil && lcfg.Recorder != nil:
-		lcfg.Recorder = recorders{lcfg.Recorder, env.Recorder}
-	case env.Recorder != nil:
-		lcfg.Recorder = env.Recorder
+	var twinProbe []fault.Probe
+	if l.Shadow.Enabled && env.Plant == nil {
+		tw, probe, err := l.newTwin(b)
+		if err != nil {
+			return nil, err
+		}
+		built.Shadow, twinProbe = tw, []fault.Probe{probe}
+		lcfg.Recorder = addRecorder(lcfg.Recorder, tw)
+		built.Deps = append(built.Deps, bridge.Part{Name: "shadow", Service: tw})
 	}
+	lcfg.Recorder = addRecorder(lcfg.Recorder, env.Recorder)
 	if built.Link, err = bridge.NewLink(lcfg, ps.plant, built.Master, env.Clock, loopObs, cmdObs, env.Logger); err != nil {
 		return nil, err
 	}
-	probes := append(linkProbes(built.Link, built.Master), ps.probes...)
+	probes := append(append(linkProbes(built.Link, built.Master), ps.probes...), twinProbe...)
 	fcfg := fault.Config{Link: l.Name, Logger: env.Logger, Probes: probes}
 	if env.Metrics != nil {
 		names := make([]string, len(probes))
@@ -561,6 +574,17 @@ func (l *LinkTable) Controller() (simulink.Controller, error) {
 
 // recorders hands every tick to two recorders.
 type recorders [2]bridge.TickRecorder
+
+// addRecorder is a recorder that hands every tick to r and to add.
+func addRecorder(r, add bridge.TickRecorder) bridge.TickRecorder {
+	switch {
+	case add == nil:
+		return r
+	case r == nil:
+		return add
+	}
+	return recorders{r, add}
+}
 
 func (r recorders) RecordTick(t *bridge.TickRecord) {
 	r[0].RecordTick(t)

@@ -169,6 +169,8 @@ type LinkTable struct {
 	Partner PartnerTable
 	// Tap is [link.tap]: every tick mirrored as an RTP packet.
 	Tap TapTable
+	// Shadow is [link.shadow]: the plant's simulator beside it.
+	Shadow ShadowTable
 	// Plant is the [link.plant] table of the plant's kind.
 	Plant Plant
 
@@ -240,6 +242,7 @@ type fileLink struct {
 	UDP     UDPTable       `toml:"udp"`
 	Partner PartnerTable   `toml:"partner"`
 	Tap     TapTable       `toml:"tap"`
+	Shadow  ShadowTable    `toml:"shadow"`
 	Plant   toml.Primitive `toml:"plant"`
 }
 
@@ -280,7 +283,7 @@ func Parse(data []byte) (*Config, error) {
 		fl := &f.Links[i]
 		l := LinkTable{
 			Name: fl.Name, RateHz: 30, Apply: fl.Apply, Halt: fl.Halt, Margin: fl.Margin, Clock: fl.Clock,
-			Loop: fl.Loop, UDP: fl.UDP, Partner: fl.Partner, Tap: fl.Tap,
+			Loop: fl.Loop, UDP: fl.UDP, Partner: fl.Partner, Tap: fl.Tap, Shadow: fl.Shadow,
 		}
 		if fl.RateHz != nil { // absent: 30 Hz, emioapi's; 0 written is refused
 			l.RateHz = *fl.RateHz
@@ -479,6 +482,7 @@ func (l *LinkTable) fillDefaults() {
 		l.Tap.PayloadType = tap.DefaultPayloadType
 	}
 	l.Plant.defaults(l)
+	l.shadowDefaults()
 }
 
 // validator collects one error per bad value.
@@ -572,6 +576,7 @@ func (l *LinkTable) validate(v *validator) {
 	if pt := l.Tap.PayloadType; pt < 96 || pt > 127 {
 		v.bad("tap.payload_type", pt, "a dynamic RTP payload type, 96..127")
 	}
+	l.validateShadow(v)
 	period := time.Duration(float64(time.Second) / max(l.RateHz, 1))
 	if m := l.Margin.Duration; m < 0 || m >= period {
 		v.bad("window_margin", m, fmt.Sprintf("0 ≤ margin < the period (%v); 0 = automatic", period))

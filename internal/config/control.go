@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/labbridge/bridge/vrep/vrepsim"
@@ -17,6 +18,9 @@ var ErrControl = errors.New("config: unknown control command")
 // console of `bridge sim`.
 const ControlHelp = `LINK camera unplug|plug        the Emio's virtual camera stops or resumes delivering frames
 LINK servos unplug|plug        the Emio's simulated servo adapter is pulled out or put back
+LINK servo N stall|free        a simulated servo (ID N; motor N of a sim plant) jams where it stands, or moves again
+LINK marker N hide|show        the virtual camera no longer sees marker N (something in front of it), or sees it again
+LINK shadow resync             the shadow twin starts again from the robot's state
 LINK estop [release|reset]     the simulated Meca500's emergency stop (and the other words of bridge sim meca500)
 LINK stop|play|drop|delay S    the simulated scene (and the other words of bridge sim vrep)
 status                         each simulated device's state`
@@ -51,6 +55,19 @@ func Control(links []*Built, words []string) (string, error) {
 // control applies words to the link's simulated device.
 func (b *Built) control(words []string) (string, error) {
 	name := b.Link.Name()
+	switch strings.ToLower(words[0]) {
+	case "shadow":
+		if b.Shadow == nil {
+			return "", fmt.Errorf("%w: link %s runs no shadow twin ([link.shadow] enabled = false)", ErrControl, name)
+		}
+		if len(words) != 2 || !strings.EqualFold(words[1], "resync") {
+			return "", fmt.Errorf("%w %q for link %s: want shadow resync", ErrControl, strings.Join(words, " "), name)
+		}
+		b.Shadow.Resync()
+		return name + ": the shadow twin starts again from the robot's state", nil
+	case "servo", "marker":
+		return b.jam(words)
+	}
 	switch {
 	case b.Meca500 != nil:
 		return b.Meca500.Control(words)
@@ -89,6 +106,60 @@ func (b *Built) control(words []string) (string, error) {
 		return name + ": the simulated servo adapter is plugged in", nil
 	}
 	return "", fmt.Errorf("%w %q for link %s: want camera or servos", ErrControl, words[0], name)
+}
+
+// jam stalls a simulated servo or hides a marker from the virtual camera:
+// faults a shadow twin cannot see coming.
+func (b *Built) jam(words []string) (string, error) {
+	name := b.Link.Name()
+	part := strings.ToLower(words[0])
+	usage := map[string]string{"servo": "servo N stall|free", "marker": "marker N hide|show"}[part]
+	n, err := 0, error(nil)
+	if len(words) == 3 {
+		n, err = strconv.Atoi(words[1])
+	}
+	verb := ""
+	if len(words) == 3 {
+		verb = strings.ToLower(words[2])
+	}
+	if len(words) != 3 || err != nil {
+		return "", fmt.Errorf("%w %q for link %s: want %s", ErrControl, strings.Join(words, " "), name, usage)
+	}
+	switch {
+	case part == "servo" && (verb == "stall" || verb == "free"):
+		on := verb == "stall"
+		switch {
+		case b.Simulated != nil:
+			if n < 0 || n > 252 {
+				return "", fmt.Errorf("%w: servo %d: want a servo ID of the link", ErrControl, n)
+			}
+			if err := b.Simulated.SetStalled(byte(n), on); err != nil {
+				return "", fmt.Errorf("%w: %w", ErrControl, err)
+			}
+		case b.Motors != nil:
+			if err := b.Motors.Stick(n-1, on); err != nil {
+				return "", fmt.Errorf("%w: %w", ErrControl, err)
+			}
+		default:
+			return "", fmt.Errorf("%w: link %s has no simulated servos (its port is real)", ErrControl, name)
+		}
+		if on {
+			return fmt.Sprintf("%s: servo %d is jammed: it stays where it stands until `%s servo %d free`", name, n, name, n), nil
+		}
+		return fmt.Sprintf("%s: servo %d moves again", name, n), nil
+	case part == "marker" && (verb == "hide" || verb == "show"):
+		if b.LabCamera == nil {
+			return "", fmt.Errorf("%w: link %s has no virtual camera (its camera is real, or none)", ErrControl, name)
+		}
+		if err := b.LabCamera.Occlude(n, verb == "hide"); err != nil {
+			return "", fmt.Errorf("%w: %w", ErrControl, err)
+		}
+		if verb == "hide" {
+			return fmt.Sprintf("%s: marker %d is hidden from the virtual camera until `%s marker %d show`", name, n, name, n), nil
+		}
+		return fmt.Sprintf("%s: marker %d is in view again", name, n), nil
+	}
+	return "", fmt.Errorf("%w %q for link %s: want %s", ErrControl, strings.Join(words, " "), name, usage)
 }
 
 // simStatus says the state of the link's simulated device.

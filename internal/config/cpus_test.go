@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/labbridge/bridge/realtime"
 	"golang.org/x/sys/unix"
+
+	"github.com/labbridge/bridge/realtime"
 )
 
 // The process's other threads go to the CPUs no loop is pinned to, only

@@ -15,6 +15,7 @@ import (
 	"github.com/labbridge/bridge/emio"
 	"github.com/labbridge/bridge/emio/camera"
 	"github.com/labbridge/bridge/emio/sim"
+	"github.com/labbridge/bridge/internal/shadow"
 	"github.com/labbridge/bridge/metrics"
 	"github.com/labbridge/bridge/plant"
 	"github.com/labbridge/bridge/realsense"
@@ -596,4 +597,52 @@ func (v lockView) reading() metrics.LockReading {
 		RateHz: st.RateHz, PPM: st.PPM, Phase: st.Phase.Seconds(), Jitter: st.Jitter.Seconds(), Offset: st.Offset.Seconds(),
 		Relocks: st.Relocks,
 	}
+}
+
+// markerModel is the model of the markers that the twin can run: the
+// virtual lab's kinematics under a simulated camera, the linear model of
+// a link with no camera on simulated servos; nil when the markers come
+// from a real camera, of whose robot there is no model.
+func (p *EmioPlant) markerModel() (emio.MarkerSource, error) {
+	if *p.NbMarkers == 0 || p.Y0 == nil || p.J == nil {
+		return nil, nil
+	}
+	switch {
+	case p.Camera.Kind == "sim":
+		return sim.NewKinematics(p.Y0, p.J, len(p.IDs))
+	case p.Camera.Kind == "none" && p.Port == "sim":
+		return sim.NewLinearMarkers(p.Y0, p.J, len(p.IDs))
+	}
+	return nil, nil
+}
+
+// twinThresholds implements twinned: emio's.
+func (p *EmioPlant) twinThresholds() map[string]float64 {
+	m, _ := p.markerModel()
+	return emio.TwinThresholds(m != nil)
+}
+
+// twin implements twinned: the servos follow their goals at the profile
+// velocity, the markers the lab's model.
+func (p *EmioPlant) twin(b *builder) (shadow.Model, []string, func(shadow.Fault) string, error) {
+	src, err := p.markerModel()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cfg := sim.MotorsConfig{Motors: len(p.IDs), MaxSpeed: emio.SpeedOf(int64(*p.ProfileVelocity)), Markers: *p.NbMarkers, Source: src}
+	var skip []string
+	if src == nil {
+		cfg.Source = sim.NoMarkers{}
+		if *p.NbMarkers > 0 {
+			skip = []string{"markers"}
+		}
+	}
+	m, err := sim.NewMotors(cfg, b.env.Clock)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ids := p.servoConfig(b.link).IDs
+	return m, skip, func(f shadow.Fault) string {
+		return emio.DescribeDivergence(f.Field, f.Index, f.Last, f.Size, f.For, ids)
+	}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/labbridge/bridge/bridge"
 	"github.com/labbridge/bridge/emio"
 	"github.com/labbridge/bridge/emio/sim"
+	"github.com/labbridge/bridge/internal/shadow"
 	"github.com/labbridge/bridge/plant"
 )
 
@@ -102,6 +103,16 @@ func (p *SimPlant) Summary() string {
 }
 
 func (p *SimPlant) build(b *builder) (*parts, error) {
+	m, err := sim.NewMotors(p.motorsConfig(), b.env.Clock)
+	if err != nil {
+		return nil, err
+	}
+	b.motors = m
+	return &parts{plant: m}, nil
+}
+
+// motorsConfig is the motors of the table.
+func (p *SimPlant) motorsConfig() sim.MotorsConfig {
 	c := sim.MotorsConfig{
 		Motors: p.Motors, TimeConstant: p.TimeConstant.Duration, Initial: p.Initial,
 		Markers: *p.NbMarkers, Y0: p.Y0, J: p.J,
@@ -114,11 +125,7 @@ func (p *SimPlant) build(b *builder) (*parts, error) {
 	if c.J == nil {
 		c.J = make([]float64, nm*p.Motors)
 	}
-	m, err := sim.NewMotors(c, b.env.Clock)
-	if err != nil {
-		return nil, err
-	}
-	return &parts{plant: m}, nil
+	return c
 }
 
 // The checks and conversions the Emio-shaped kinds share.
@@ -172,4 +179,18 @@ func validateFinite(v *validator, key string, vs []float64) {
 			return
 		}
 	}
+}
+
+// twinThresholds implements twinned: the Emio's.
+func (p *SimPlant) twinThresholds() map[string]float64 { return emio.TwinThresholds(*p.NbMarkers > 0) }
+
+// twin implements twinned: the same motors, in memory.
+func (p *SimPlant) twin(b *builder) (shadow.Model, []string, func(shadow.Fault) string, error) {
+	m, err := sim.NewMotors(p.motorsConfig(), b.env.Clock)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return m, nil, func(f shadow.Fault) string {
+		return emio.DescribeDivergence(f.Field, f.Index, f.Last, f.Size, f.For, nil)
+	}, nil
 }

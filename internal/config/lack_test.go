@@ -7,13 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/labbridge/bridge/bridge"
 	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/metrics"
 	"github.com/labbridge/bridge/realsense"
 	"github.com/labbridge/bridge/simulink"
 	"github.com/labbridge/bridge/vrep/vrepsim"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // agreement is what a person reads of a link that does not run, wherever

@@ -5,6 +5,7 @@ import (
 	"encoding"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -190,6 +191,17 @@ func (c *Config) Write(w io.Writer, notes Notes, header string) error {
 		p.fields("link.udp", reflect.ValueOf(l.UDP), kind, "")
 		p.table("[link.tap]", "link.tap", kind, "")
 		p.fields("link.tap", reflect.ValueOf(l.Tap), kind, "")
+		p.table("[link.shadow]", "link.shadow", kind, "")
+		p.key("link.shadow", "enabled", l.Shadow.Enabled, kind, "")
+		p.key("link.shadow", "hold", l.Shadow.Hold, kind, "")
+		if len(l.Shadow.Threshold) > 0 {
+			// A table of the plant's fields: the reflecting printer writes
+			// no maps.
+			p.table("[link.shadow.threshold]", "link.shadow.threshold", kind, "")
+			for _, name := range slices.Sorted(maps.Keys(l.Shadow.Threshold)) {
+				p.key("link.shadow.threshold", name, l.Shadow.Threshold[name], kind, "")
+			}
+		}
 		if l.Plant != nil {
 			p.table("[link.plant]", "link.plant", kind, "")
 			p.fields("link.plant", reflect.ValueOf(l.Plant), kind, "")

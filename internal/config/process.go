@@ -6,8 +6,9 @@ import (
 	"log/slog"
 	"runtime"
 
-	"github.com/labbridge/bridge/realtime"
 	"golang.org/x/sys/unix"
+
+	"github.com/labbridge/bridge/realtime"
 )
 
 // SetUpProcess applies the process-wide settings the links run best with,

@@ -10,8 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/labbridge/bridge/realtime"
 	"golang.org/x/sys/unix"
+
+	"github.com/labbridge/bridge/realtime"
 )
 
 // SetUpProcess applies GOMAXPROCS, the GC policy and the nice value; a nice

@@ -30,7 +30,7 @@ func TestRefusedValues(t *testing.T) {
 		{emio + "baud = \"1M\"\n", pre + `link "emio".plant.baud = "1M" is text: want a whole number of bits per second, like 1000000 (write baud = 1000000)`},
 		{link + "[link.udp]\nmax_desyncs = true\n", pre + `link "emio".udp.max_desyncs = true is true/false: want a whole number of desyncs, 1..1000000 (write max_desyncs = 5)`},
 		{"[service]\nlog_level = 3\n[[link]]\nname = \"a\"\n", pre + `service.log_level = 3 is a number: want text in quotes, like "abc"`},
-		{link + "rate_hx = 30\n", pre + `link.rate_hx unknown key (did you mean "rate_hz"?); the keys of [link]: name, rate_hz, apply, halt, window_margin, clock, loop, udp, partner, tap, plant`},
+		{link + "rate_hx = 30\n", pre + `link.rate_hx unknown key (did you mean "rate_hz"?); the keys of [link]: name, rate_hz, apply, halt, window_margin, clock, loop, udp, partner, tap, shadow, plant`},
 		{link + "rate_hz = [" + strings.Repeat("1, ", 100000) + "1]\n", pre + `link "emio".rate_hz = [1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1… is a list: want a number of ticks per second, 1..10000 (write rate_hz = 30)`},
 		{emio + "ids = [" + strings.Repeat("1, ", 100000) + "1]\n", pre + `link "emio".plant.ids = [1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1…: want 1 to 16 servo IDs (the Emio: [0, 1, 2, 3])`},
 		{"\x00\x01\xff\xfe garbage", pre + `the file is not a TOML text file (a NUL byte or invalid UTF-8 in its first KB): give the path of a bridge.toml, a UTF-8 text file`},

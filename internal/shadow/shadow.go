@@ -45,10 +45,21 @@ type Config struct {
 	// is watched for Hold; a field without one is compared, not watched.
 	Threshold map[string]float64
 	Hold      time.Duration
+	// Skip names measured fields the model does not predict (an Emio's
+	// markers without a marker model): never compared, their divergence NaN.
+	Skip []string
 	// Buffer is how many ticks may wait between the loop and the twin
 	// (0: 256); a tick that finds it full is dropped and counted.
 	Buffer int
+	// Words, if set, says what a fault means in a lab's words
+	// (Fault.Message); else Fault.String.
+	Words func(Fault) string
 }
+
+// DefaultHold is how long a divergence must last to be a fault when the
+// configuration says nothing: past a servo's step response and a frame's
+// age, short enough that a person still watches the move that caused it.
+const DefaultHold = 500 * time.Millisecond
 
 // Fault is a measured value that left the model for the hold time.
 type Fault struct {
@@ -62,6 +73,8 @@ type Fault struct {
 	Since int64
 	For   time.Duration
 	Ended bool
+	// Message is what the fault means (Config.Words), in a Snapshot.
+	Message string
 }
 
 func (f Fault) String() string {
@@ -90,6 +103,7 @@ type Twin struct {
 	index []int
 	units []string
 	thr   []float64 // NaN: not watched
+	skip  []bool    // not predicted by the model: never compared
 
 	ring       []tick
 	head, tail atomic.Uint64 // written by RecordTick, by Serve
@@ -141,16 +155,23 @@ func New(cfg Config) (*Twin, error) {
 		if watched && (thr <= 0 || math.IsNaN(thr) || math.IsInf(thr, 0)) {
 			return nil, fmt.Errorf("%w: threshold of %s %v: want a positive number of %s", ErrConfig, f.Name, thr, f.Unit)
 		}
-		if !watched {
+		skip := slices.Contains(cfg.Skip, f.Name)
+		if !watched || skip {
 			thr = math.NaN()
 		}
 		for i := range f.Len {
 			t.names, t.index, t.units, t.thr = append(t.names, f.Name), append(t.index, i+1), append(t.units, f.Unit), append(t.thr, thr)
+			t.skip = append(t.skip, skip)
 		}
 	}
 	for name := range cfg.Threshold {
 		if !known[name] {
 			return nil, fmt.Errorf("%w: a threshold for %q, which the plant does not measure", ErrConfig, name)
+		}
+	}
+	for _, name := range cfg.Skip {
+		if !known[name] {
+			return nil, fmt.Errorf("%w: %q skipped, which the plant does not measure", ErrConfig, name)
 		}
 	}
 	return t, nil
@@ -218,11 +239,11 @@ func (t *Twin) step(s *tick) {
 	t.ticks++
 	for j, real := range s.measured {
 		d := real - t.pred[j]
-		if err != nil {
+		if err != nil || t.skip[j] {
 			d = math.NaN()
 		}
 		t.div[j] = d
-		if a := math.Abs(d); a > t.maxDiv[j] || math.IsNaN(t.maxDiv[j]) {
+		if a := math.Abs(d); a > t.maxDiv[j] || math.IsNaN(t.maxDiv[j]) && !t.skip[j] {
 			t.maxDiv[j] = a
 		}
 		t.watch(j, d, s.at)
@@ -328,4 +349,22 @@ func (t *Twin) Snapshot(s *Snapshot) {
 	s.Divergence = append(s.Divergence[:0], t.div...)
 	s.MaxAbs = append(s.MaxAbs[:0], t.maxDiv...)
 	s.Faults = append(s.Faults[:0], t.faults...)
+	for i := range s.Faults {
+		if f := &s.Faults[i]; t.cfg.Words != nil {
+			f.Message = t.cfg.Words(*f)
+		} else {
+			f.Message = f.String()
+		}
+	}
+}
+
+// Fields are the measured values as the twin names them, in measurement
+// order: their field, 1-based index and unit, and whether the model
+// predicts them.
+func (t *Twin) Fields() (names []string, index []int, units []string, modelled []bool) {
+	modelled = make([]bool, len(t.skip))
+	for i, s := range t.skip {
+		modelled[i] = !s
+	}
+	return t.names, t.index, t.units, modelled
 }

@@ -1,0 +1,118 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/labbridge/bridge/internal/fault"
+	"github.com/labbridge/bridge/internal/shadow"
+)
+
+// ShadowTable is [link.shadow]: the link's simulator beside its real plant
+// (docs/architecture.md "The shadow twin").
+type ShadowTable struct {
+	Enabled bool `toml:"enabled"`
+	// Hold is how long a divergence must last (and end) to start (and
+	// end) a fault.
+	Hold Duration `toml:"hold"`
+	// Threshold is, per measured field of the plant (its layout's names),
+	// the divergence real − model past which a value is watched, in the
+	// field's unit; the plant's kind gives defaults.
+	Threshold map[string]float64 `toml:"threshold"`
+}
+
+// twinned is a plant kind whose simulator can stand beside its real plant
+// as the shadow twin.
+type twinned interface {
+	// twinThresholds are the kind's thresholds by measured field.
+	twinThresholds() map[string]float64
+	// twin builds the model (it starts where the real plant is: the twin
+	// puts it there) and says which measured fields it does not predict
+	// and what a fault means in a lab's words.
+	twin(b *builder) (m shadow.Model, skip []string, words func(shadow.Fault) string, err error)
+}
+
+func (l *LinkTable) shadowDefaults() {
+	s := &l.Shadow
+	if s.Hold.Duration == 0 {
+		s.Hold.Duration = shadow.DefaultHold
+	}
+	tw, ok := l.Plant.(twinned)
+	if !ok {
+		return
+	}
+	for name, v := range tw.twinThresholds() {
+		if _, set := s.Threshold[name]; !set {
+			if s.Threshold == nil {
+				s.Threshold = map[string]float64{}
+			}
+			s.Threshold[name] = v
+		}
+	}
+}
+
+// maxShadowHold bounds hold: a divergence held for minutes is no longer a
+// fault the twin finds in time.
+const maxShadowHold = time.Minute
+
+func (l *LinkTable) validateShadow(v *validator) {
+	s := l.Shadow
+	if _, ok := l.Plant.(twinned); s.Enabled && !ok {
+		v.bad("shadow.enabled", true, fmt.Sprintf("false: plant kind %q has no model to run beside it yet (the twin models kinds emio and sim)", l.Plant.Kind()))
+	}
+	if h := s.Hold.Duration; h < 0 || h > maxShadowHold {
+		v.bad("shadow.hold", s.Hold, fmt.Sprintf("0s..%v", maxShadowHold))
+	}
+	var fields, units []string
+	for _, f := range l.Plant.Layout().Measure {
+		fields, units = append(fields, f.Name), append(units, f.Unit)
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.Threshold)) {
+		x := s.Threshold[name]
+		if !slices.Contains(fields, name) {
+			want := "a measured field of the plant: " + strings.Join(fields, ", ")
+			if c := Closest(name, fields); c != "" {
+				want += fmt.Sprintf(" (did you mean %q?)", c)
+			}
+			v.bad("shadow.threshold."+name, x, want)
+			continue
+		}
+		if !(x > 0) || math.IsInf(x, 0) {
+			v.bad("shadow.threshold."+name, x, "a positive number of "+units[slices.Index(fields, name)])
+		}
+	}
+}
+
+// newTwin builds the link's shadow twin and its fault probe.
+func (l *LinkTable) newTwin(b *builder) (*shadow.Twin, fault.Probe, error) {
+	tw := l.Plant.(twinned)
+	m, skip, words, err := tw.twin(b)
+	if err != nil {
+		return nil, fault.Probe{}, fmt.Errorf("shadow twin: %w", err)
+	}
+	t, err := shadow.New(shadow.Config{Model: m, Layout: l.Plant.Layout(), Threshold: l.Shadow.Threshold,
+		Hold: l.Shadow.Hold.Duration, Skip: skip, Words: words})
+	if err != nil {
+		return nil, fault.Probe{}, err
+	}
+	var snap shadow.Snapshot
+	probe := fault.Probe{
+		Name: "shadow_divergence", Title: "the robot does not do what its model does",
+		Advice: "look at the robot: a jammed joint, an occluded marker, a load it was not built for; the twin follows the robot again once it is back with the model",
+		Level: func() (bool, string) {
+			t.Snapshot(&snap)
+			var open []string
+			for _, f := range snap.Faults {
+				if !f.Ended {
+					open = append(open, f.Message)
+				}
+			}
+			return len(open) > 0, strings.Join(open, "; ")
+		},
+	}
+	return t, probe, nil
+}

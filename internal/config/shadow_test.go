@@ -1,0 +1,116 @@
+package config
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/labbridge/bridge/bridge"
+	"github.com/labbridge/bridge/emio"
+	"github.com/labbridge/bridge/internal/fault"
+	"github.com/labbridge/bridge/internal/shadow"
+	"github.com/labbridge/bridge/internal/testutil"
+	"github.com/labbridge/bridge/simulink"
+)
+
+// sineEmio is the embedded default's Emio with its twin on and a partner
+// that keeps the legs moving, so that a servo that stops is seen to stop.
+func sineEmio(t *testing.T, markerMM float64) *Built {
+	t.Helper()
+	c := parseDefault(t, func(l *LinkTable, _ *EmioPlant) {
+		l.Shadow.Enabled = true
+		// Legs 1 and 2 together: the marker swings ±43 mm in y.
+		l.Partner.Controller = simulink.ControllerSpec{Kind: "sine", Amplitude: []float64{0.8, 0.8, 0.2, 0}, Frequency: []float64{0.4, 0.4, 0.4, 0.4}}
+		l.Shadow.Threshold["markers"] = markerMM
+	})
+	b, err := c.Links[0].Build(testEnv(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Shadow == nil {
+		t.Fatal("no twin built")
+	}
+	serveBuilt(t, b)
+	return b
+}
+
+// shadowFault is the twin's fault in the watcher, if active.
+func shadowFault(b *Built) (fault.Active, bool) {
+	for _, a := range b.Faults.Active() {
+		if a.Name == "shadow_divergence" {
+			return a, true
+		}
+	}
+	return fault.Active{}, false
+}
+
+// The twin of the simulated Emio follows it; a servo jammed in the
+// simulator (what the device does, not what the bridge was told) is a
+// fault naming the servo; freed, the fault ends and the twin is back on the
+// robot.
+func TestShadowFindsAJammedServo(t *testing.T) {
+	b := sineEmio(t, emio.TwinMarker)
+	var s shadow.Snapshot
+	testutil.WaitFor(t, "the twin to follow a moving robot", func() bool {
+		b.Shadow.Snapshot(&s)
+		return b.Link.State() == bridge.Running && s.Ticks > 60
+	})
+	if _, on := shadowFault(b); on || len(s.Faults) > 0 {
+		t.Fatalf("a fault before any was injected: %v", s.Faults)
+	}
+	if _, err := Control([]*Built{b}, strings.Fields("emio servo 2 stall")); err != nil {
+		t.Fatal(err)
+	}
+	var a fault.Active
+	testutil.WaitFor(t, "the jammed servo found", func() bool {
+		var on bool
+		a, on = shadowFault(b)
+		return on
+	})
+	if !strings.HasPrefix(a.Detail, "servo 2 does not follow its goal (") {
+		t.Errorf("fault %q, want servo 2 named", a.Detail)
+	}
+	t.Logf("found: %s", a)
+	if _, err := Control([]*Built{b}, strings.Fields("emio servo 2 free")); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, "the fault to end", func() bool {
+		_, on := shadowFault(b)
+		return !on
+	})
+	b.Shadow.Snapshot(&s)
+	if len(s.Faults) == 0 || !s.Faults[len(s.Faults)-1].Ended {
+		t.Errorf("faults %v, want the servo's ended", s.Faults)
+	}
+}
+
+// A marker hidden from the virtual camera is a fault naming it: the
+// tracker holds its last place, which the moving leg leaves. (The threshold
+// is below the default for the swing to pass it for the hold time.)
+func TestShadowFindsAHiddenMarker(t *testing.T) {
+	b := sineEmio(t, 15)
+	var s shadow.Snapshot
+	testutil.WaitFor(t, "the twin to follow", func() bool {
+		b.Shadow.Snapshot(&s)
+		return b.Link.State() == bridge.Running && s.Ticks > 60
+	})
+	if _, err := Control([]*Built{b}, strings.Fields("emio marker 1 hide")); err != nil {
+		t.Fatal(err)
+	}
+	var a fault.Active
+	testutil.WaitFor(t, "the hidden marker found", func() bool {
+		var on bool
+		a, on = shadowFault(b)
+		return on
+	})
+	if !strings.HasPrefix(a.Detail, "marker 1 ") {
+		t.Errorf("fault %q, want marker 1 named", a.Detail)
+	}
+	t.Logf("found: %s", a)
+	b.Shadow.Snapshot(&s)
+	for j, d := range s.Divergence[3:] {
+		if math.IsNaN(d) {
+			t.Errorf("angle %d not compared", j+1)
+		}
+	}
+}
