@@ -133,15 +133,18 @@ type Link struct {
 
 	// Owned by the loop thread.
 	meas, rx, cmd []float64
-	haveCmd       bool
-	fresh         bool // cmd was received since it was last applied
-	state         State
-	tickApplied   bool  // a command reached the plant in this tick
-	lackSince     int64 // the deadline of the first tick whose measurement lacked; 0 while complete
-	lacking       bool  // degraded because the measurement has lacked for the hold
-	hold          int64
-	rec           TickRecord // the recorder's, refilled every tick
-	exRep         exchangeReporter
+	// given is what the plant was last given (cmd at the time): in
+	// emioapi's order cmd is the next tick's by the time the tick ends.
+	given       []float64
+	haveCmd     bool
+	fresh       bool // cmd was received since it was last applied
+	state       State
+	tickApplied bool  // a command reached the plant in this tick
+	lackSince   int64 // the deadline of the first tick whose measurement lacked; 0 while complete
+	lacking     bool  // degraded because the measurement has lacked for the hold
+	hold        int64
+	rec         TickRecord // the recorder's, refilled every tick
+	exRep       exchangeReporter
 
 	// released: the last Serve ended with Halt(HaltTorqueOff), so the plant
 	// must be reopened before the next Serve uses it. Link goroutine only.
@@ -227,6 +230,7 @@ func NewLink(cfg LinkConfig, p plant.Plant, ex Exchanger, clock *realtime.Clock,
 		meas:       make([]float64, p.MeasureLen()),
 		rx:         make([]float64, p.CommandLen()),
 		cmd:        make([]float64, p.CommandLen()),
+		given:      make([]float64, p.CommandLen()),
 		down:       make(chan struct{}, 1),
 		events:     make(chan Event, 256),
 		cmdShadow:  make([]atomic.Uint64, p.CommandLen()),
@@ -658,7 +662,7 @@ func (l *Link) record(ti *TickInfo, s simulink.Status, stale bool) {
 	*r = TickRecord{
 		N: ti.N, Deadline: ti.Deadline, Skipped: ti.Skipped, Status: s, State: l.state,
 		Seq: -1, ReplyLatency: -1, CommandApplied: l.tickApplied, Stale: stale,
-		Measurement: l.meas, Command: l.rx, Applied: l.cmd,
+		Measurement: l.meas, Command: l.rx, Applied: l.cmd, Given: l.given,
 	}
 	if l.exRep != nil {
 		e := l.exRep.LastExchange()
@@ -803,6 +807,7 @@ func (l *Link) apply() bool {
 		l.fail(err)
 		return false
 	}
+	copy(l.given, l.cmd)
 	l.applied.Add(1)
 	l.tickApplied = true
 	return true

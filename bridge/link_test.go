@@ -815,3 +815,56 @@ func TestSteppedPlantToldTheDeadline(t *testing.T) {
 		t.Errorf("told %v, measured at %v", p.told, p.measuredAt)
 	}
 }
+
+// givingPlant keeps the commands it is given.
+type givingPlant struct {
+	recordingPlant
+	got [][]float64
+}
+
+func (p *givingPlant) Command(u []float64) error { p.got = append(p.got, slices.Clone(u)); return nil }
+
+// lastRecord keeps the tick record it was handed last.
+type lastRecord struct{ given, applied []float64 }
+
+func (r *lastRecord) RecordTick(t *bridge.TickRecord) {
+	r.given, r.applied = slices.Clone(t.Given), slices.Clone(t.Applied)
+	if !t.CommandApplied {
+		r.given = nil
+	}
+}
+
+// The record's Given is what the plant was given on its tick: in emioapi's
+// order the reply of the tick before, while Applied is this tick's reply,
+// for the next.
+func TestRecordGivenIsWhatThePlantGot(t *testing.T) {
+	for _, mode := range []bridge.ApplyMode{bridge.ApplyPrevious, bridge.ApplyImmediate} {
+		p := &givingPlant{}
+		ex := &fakeExchanger{status: simulink.OK}
+		rec := &lastRecord{}
+		lim := []bridge.Limit{{-1, 1}, {-1, 1}, {-1, 1}, {-1, 1}}
+		l, err := bridge.NewLink(bridge.LinkConfig{Name: "x", Apply: mode, Loop: bridge.LoopConfig{Period: time.Millisecond, CPU: -1}, Limits: lim, Recorder: rec},
+			p, ex, realtime.NewClock(), nil, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ti bridge.TickInfo
+		for k := range 4 {
+			v := 0.1 * float64(k+1)
+			ex.reply = []float64{v, v, v, v}
+			l.Tick(&ti)
+			if len(p.got) == 0 {
+				if rec.given != nil {
+					t.Errorf("%v tick %d: given %v, nothing reached the plant", mode, k, rec.given)
+				}
+				continue
+			}
+			if last := p.got[len(p.got)-1]; !slices.Equal(rec.given, last) {
+				t.Errorf("%v tick %d: the record says %v given, the plant got %v", mode, k, rec.given, last)
+			}
+			if mode == bridge.ApplyPrevious && rec.applied[0] != v {
+				t.Errorf("%v tick %d: applied %v, want this tick's reply %v", mode, k, rec.applied, v)
+			}
+		}
+	}
+}

@@ -24,8 +24,13 @@ type TickRecord struct {
 	CommandApplied, Stale bool
 	Measurement           []float64
 	// Command is the last good command received (held when none came);
-	// Applied is what the plant was given, clamped to the limits.
+	// Applied is it clamped to the limits, what the plant is given on this
+	// tick (ApplyImmediate) or, in emioapi's order, the next (ApplyPrevious).
 	Command, Applied []float64
+	// Given is what the plant was given this tick, when CommandApplied
+	// (else the last it was given): in emioapi's order the command accepted
+	// the tick before. A model run beside the plant gives it the same.
+	Given []float64
 }
 
 // TickRecorder receives every exchanged tick, on the loop thread, after

@@ -20,9 +20,9 @@ import (
 
 // cmdRun is `bridge run` and, with simulate, `bridge sim`.
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, simulate bool) error {
-	name, synopsis := "run", "run [-config FILE] [-duration D] [-metrics ADDR] [-tap ADDR]"
+	name, synopsis := "run", "run [-config FILE] [-duration D] [-metrics ADDR] [-tap ADDR] [-shadow]"
 	if simulate {
-		name, synopsis = "sim", "sim [-config FILE] [-duration D] [-metrics ADDR] [-tap ADDR] [-ephemeral] [-control ADDR]"
+		name, synopsis = "sim", "sim [-config FILE] [-duration D] [-metrics ADDR] [-tap ADDR] [-shadow] [-ephemeral] [-control ADDR]"
 	}
 	fs := newFlagSet(name, synopsis, stderr)
 	cfgPath := fs.String("config", "", "configuration file (default ./bridge.toml, else the embedded default)")
@@ -30,6 +30,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, simula
 	var metricsAddr metricsFlag
 	fs.Var(&metricsAddr, "metrics", `listen `+"`address`"+` of /metrics and /healthz, like 127.0.0.1:9310 (default: the configuration's [service] metrics; "" = off)`)
 	tapAddr := fs.String("tap", "", "mirror every tick of every link as RTP to this `address`, like 239.0.0.1:5004 or 127.0.0.1:5004, for bridge record (default: each link's [link.tap])")
+	twin := fs.Bool("shadow", false, "run the shadow twin of every link whose kind has a model (default: each link's [link.shadow])")
 	ephemeral, control := false, ""
 	if simulate {
 		fs.BoolVar(&ephemeral, "ephemeral", false, "use free loopback ports instead of the configured ones (runs beside a real Simulink)")
@@ -49,6 +50,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, simula
 	}
 	if err := cfg.SetTap(*tapAddr); err != nil {
 		return err
+	}
+	if *twin {
+		cfg.SetShadow(stderr)
 	}
 	err = runConfig(ctx, cfg, from, simulate, ephemeral, control, &metricsAddr, *duration, stdout, stderr)
 	if simulate && ephemeral {

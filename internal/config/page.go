@@ -10,6 +10,7 @@ import (
 	"github.com/labbridge/bridge/emio"
 	"github.com/labbridge/bridge/emio/camera"
 	"github.com/labbridge/bridge/internal/logging"
+	"github.com/labbridge/bridge/internal/shadow"
 	"github.com/labbridge/bridge/internal/statuspage"
 	"github.com/labbridge/bridge/plant"
 	"github.com/labbridge/bridge/simulink"
@@ -179,6 +180,9 @@ func (b *Built) pageParts(l *statuspage.LinkStatus, meas []float64) {
 			l.Servos = append(l.Servos, sv)
 		}
 	}
+	if b.Shadow != nil {
+		l.Shadow = b.shadowStatus()
+	}
 	if c := b.camera(); c != nil {
 		in := c.Info()
 		pc := &statuspage.CameraStatus{Streaming: in.Streaming, Why: in.Why, FPS: in.FPS, Frames: in.Frames,
@@ -189,6 +193,43 @@ func (b *Built) pageParts(l *statuspage.LinkStatus, meas []float64) {
 		}
 		l.Camera = pc
 	}
+}
+
+// shownEndedFaults is how many of the twin's ended faults the page lists.
+const shownEndedFaults = 5
+
+// shadowStatus is the twin's part of the page.
+func (b *Built) shadowStatus() *statuspage.Shadow {
+	var snap shadow.Snapshot
+	b.Shadow.Snapshot(&snap)
+	_, _, _, modelled := b.Shadow.Fields()
+	thr := make([]float64, 0, len(snap.Divergence))
+	for _, f := range b.Layout.Measure {
+		for range f.Len {
+			thr = append(thr, b.Config.Shadow.Threshold[f.Name])
+		}
+	}
+	for j, m := range modelled {
+		if !m {
+			snap.MaxAbs[j], thr[j] = math.NaN(), 0
+		}
+	}
+	st := &statuspage.Shadow{Divergence: fields(b.Layout.Measure, snap.Divergence), MaxAbs: fields(b.Layout.Measure, snap.MaxAbs),
+		Threshold: fields(b.Layout.Measure, thr), Ticks: snap.Ticks, Dropped: snap.Dropped}
+	now := b.clock.Now()
+	ended := 0
+	for i := len(snap.Faults) - 1; i >= 0; i-- {
+		f := snap.Faults[i]
+		sf := statuspage.ShadowFault{Message: f.Message, Ended: f.Ended, AgoS: time.Duration(now - f.Since).Seconds()}
+		switch {
+		case !f.Ended:
+			st.Faults = append([]statuspage.ShadowFault{sf}, st.Faults...)
+		case ended < shownEndedFaults:
+			ended++
+			st.Faults = append(st.Faults, sf)
+		}
+	}
+	return st
 }
 
 // Thumbnails is the status page's Thumbnail: the named link's camera

@@ -194,6 +194,7 @@ func (c *Config) Write(w io.Writer, notes Notes, header string) error {
 		p.table("[link.shadow]", "link.shadow", kind, "")
 		p.key("link.shadow", "enabled", l.Shadow.Enabled, kind, "")
 		p.key("link.shadow", "hold", l.Shadow.Hold, kind, "")
+		p.key("link.shadow", "clear", l.Shadow.Clear, kind, "")
 		if len(l.Shadow.Threshold) > 0 {
 			// A table of the plant's fields: the reflecting printer writes
 			// no maps.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"slices"
@@ -19,6 +20,9 @@ type ShadowTable struct {
 	// Hold is how long a divergence must last (and end) to start (and
 	// end) a fault.
 	Hold Duration `toml:"hold"`
+	// Clear is how long a value must be back with the model to end its
+	// fault, when the twin starts again from the robot's state.
+	Clear Duration `toml:"clear"`
 	// Threshold is, per measured field of the plant (its layout's names),
 	// the divergence real − model past which a value is watched, in the
 	// field's unit; the plant's kind gives defaults.
@@ -41,6 +45,9 @@ func (l *LinkTable) shadowDefaults() {
 	if s.Hold.Duration == 0 {
 		s.Hold.Duration = shadow.DefaultHold
 	}
+	if s.Clear.Duration == 0 {
+		s.Clear.Duration = shadow.DefaultClear
+	}
 	tw, ok := l.Plant.(twinned)
 	if !ok {
 		return
@@ -51,6 +58,19 @@ func (l *LinkTable) shadowDefaults() {
 				s.Threshold = map[string]float64{}
 			}
 			s.Threshold[name] = v
+		}
+	}
+}
+
+// SetShadow turns on the shadow twin of every link whose plant kind has a
+// model (`-shadow`), and says which links have none.
+func (c *Config) SetShadow(w io.Writer) {
+	for i := range c.Links {
+		l := &c.Links[i]
+		if _, ok := l.Plant.(twinned); ok {
+			l.Shadow.Enabled = true
+		} else {
+			fmt.Fprintf(w, "link %s: no shadow twin: plant kind %q has no model to run beside it yet\n", l.Name, l.Plant.Kind())
 		}
 	}
 }
@@ -66,6 +86,9 @@ func (l *LinkTable) validateShadow(v *validator) {
 	}
 	if h := s.Hold.Duration; h < 0 || h > maxShadowHold {
 		v.bad("shadow.hold", s.Hold, fmt.Sprintf("0s..%v", maxShadowHold))
+	}
+	if h := s.Clear.Duration; h < 0 || h > maxShadowHold {
+		v.bad("shadow.clear", s.Clear, fmt.Sprintf("0s..%v", maxShadowHold))
 	}
 	var fields, units []string
 	for _, f := range l.Plant.Layout().Measure {
@@ -95,7 +118,7 @@ func (l *LinkTable) newTwin(b *builder) (*shadow.Twin, fault.Probe, error) {
 		return nil, fault.Probe{}, fmt.Errorf("shadow twin: %w", err)
 	}
 	t, err := shadow.New(shadow.Config{Model: m, Layout: l.Plant.Layout(), Threshold: l.Shadow.Threshold,
-		Hold: l.Shadow.Hold.Duration, Skip: skip, Words: words})
+		Hold: l.Shadow.Hold.Duration, Clear: l.Shadow.Clear.Duration, Skip: skip, Words: words})
 	if err != nil {
 		return nil, fault.Probe{}, err
 	}

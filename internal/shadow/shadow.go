@@ -36,7 +36,7 @@ var ErrConfig = errors.New("shadow: bad configuration")
 
 // Config is a twin's. A value's fault starts when it has been past its
 // field's threshold for Hold, and ends when it has been back under it for
-// Hold: a stuck servo whose goal swings past where it stuck does not end
+// Clear: a stuck servo whose goal swings past where it stuck does not end
 // and start a fault at every crossing.
 type Config struct {
 	Model  Model
@@ -45,6 +45,9 @@ type Config struct {
 	// is watched for Hold; a field without one is compared, not watched.
 	Threshold map[string]float64
 	Hold      time.Duration
+	// Clear is how long a value must be back with the model to end its
+	// fault (0: Hold).
+	Clear time.Duration
 	// Skip names measured fields the model does not predict (an Emio's
 	// markers without a marker model): never compared, their divergence NaN.
 	Skip []string
@@ -60,6 +63,11 @@ type Config struct {
 // configuration says nothing: past a servo's step response and a frame's
 // age, short enough that a person still watches the move that caused it.
 const DefaultHold = 500 * time.Millisecond
+
+// DefaultClear is how long a value must be back with the model for its
+// fault to end when the configuration says nothing: longer than a slow
+// swing of a leg through the place where a servo jammed.
+const DefaultClear = 2 * time.Second
 
 // Fault is a measured value that left the model for the hold time.
 type Fault struct {
@@ -138,6 +146,11 @@ func New(cfg Config) (*Twin, error) {
 			cfg.Model.MeasureLen(), cfg.Model.CommandLen(), m, c)
 	case cfg.Hold < 0:
 		return nil, fmt.Errorf("%w: hold %v: want 0 or more", ErrConfig, cfg.Hold)
+	case cfg.Clear < 0:
+		return nil, fmt.Errorf("%w: clear %v: want 0 or more", ErrConfig, cfg.Clear)
+	}
+	if cfg.Clear == 0 {
+		cfg.Clear = cfg.Hold
 	}
 	if cfg.Buffer <= 0 {
 		cfg.Buffer = 256
@@ -186,9 +199,11 @@ func (t *Twin) RecordTick(r *bridge.TickRecord) {
 		return
 	}
 	s := &t.ring[h%uint64(len(t.ring))]
-	s.at, s.fresh, s.applied = r.Deadline, !r.Stale && len(r.Measurement) == len(s.measured), r.CommandApplied
+	// Compared only while the link runs: a handshake's payload is zeros,
+	// a device down's measurement an old one.
+	s.at, s.fresh, s.applied = r.Deadline, r.State == bridge.Running && !r.Stale && len(r.Measurement) == len(s.measured), r.CommandApplied
 	copy(s.measured, r.Measurement)
-	copy(s.command, r.Applied)
+	copy(s.command, r.Given)
 	t.head.Store(h + 1)
 	select {
 	case t.wake <- struct{}{}:
@@ -302,7 +317,7 @@ func (t *Twin) watch(j int, d float64, at int64) {
 			f.For = time.Duration(at - t.overAt[j])
 		case t.underAt[j] == 0:
 			t.underAt[j] = at
-		case time.Duration(at-t.underAt[j]) >= t.cfg.Hold:
+		case time.Duration(at-t.underAt[j]) >= t.cfg.Clear:
 			// Back with the model for the hold time too: the fault ends,
 			// and the model goes back on the real state.
 			f.Ended, t.firing[j] = true, false

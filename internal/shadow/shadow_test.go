@@ -3,6 +3,7 @@ package shadow
 import (
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +49,7 @@ func loop(t *testing.T, real *stuck, tw *Twin, from, n int) {
 		for i := range u {
 			u[i] = 0.4 * math.Sin(float64(k)/40+float64(i))
 		}
-		tw.RecordTick(&bridge.TickRecord{Deadline: at, Measurement: meas, Applied: u, CommandApplied: true})
+		tw.RecordTick(&bridge.TickRecord{State: bridge.Running, Deadline: at, Measurement: meas, Applied: u, Given: u, CommandApplied: true})
 		if err := real.Command(u); err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +138,7 @@ func TestTwinStuckServo(t *testing.T) {
 func TestRecordTickNeverWaits(t *testing.T) {
 	real, tw := newTwin(t)
 	meas := make([]float64, real.MeasureLen())
-	r := &bridge.TickRecord{Measurement: meas, Applied: make([]float64, 4), CommandApplied: true}
+	r := &bridge.TickRecord{State: bridge.Running, Measurement: meas, Applied: make([]float64, 4), Given: make([]float64, 4), CommandApplied: true}
 	if a := testing.AllocsPerRun(100, func() { r.Deadline += 10_000_000; tw.RecordTick(r) }); a != 0 {
 		t.Errorf("RecordTick allocates %v times", a)
 	}
@@ -172,5 +173,22 @@ func TestNewRefuses(t *testing.T) {
 		if _, err := New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v, want %q", err, tc.want)
 		}
+	}
+}
+
+// A tick of a link that is not running (a handshake's zero payload, a
+// device down's old measurement) is not compared with the model.
+func TestTwinComparesOnlyWhileRunning(t *testing.T) {
+	_, tw := newTwin(t)
+	meas, u := make([]float64, 7), make([]float64, 4)
+	for k, st := range []bridge.State{bridge.Handshaking, bridge.Degraded, bridge.Starting} {
+		tw.RecordTick(&bridge.TickRecord{State: st, Deadline: int64(k) * 10_000_000, Measurement: meas, Given: u, CommandApplied: true})
+	}
+	tw.RecordTick(&bridge.TickRecord{State: bridge.Running, Stale: true, Deadline: 30_000_000, Measurement: meas, Given: u})
+	tw.drain()
+	var s Snapshot
+	tw.Snapshot(&s)
+	if s.Ticks != 0 || slices.ContainsFunc(s.MaxAbs, func(d float64) bool { return d != 0 }) {
+		t.Errorf("compared %d ticks, largest divergence %v", s.Ticks, s.MaxAbs)
 	}
 }

@@ -72,6 +72,32 @@ type LinkStatus struct {
 	Servos []Servo `json:"servos,omitempty"`
 	// Camera is the link's camera, for a plant that has one.
 	Camera *CameraStatus `json:"camera,omitempty"`
+	// Shadow is the link's shadow twin, when it runs one.
+	Shadow *Shadow `json:"shadow,omitempty"`
+}
+
+// Shadow is a link's shadow twin: per measured field, how far the robot is
+// from its model.
+type Shadow struct {
+	// Divergence is real − model by field, its last; MaxAbs the largest
+	// magnitude since the start; Threshold the field's (0: not watched).
+	// A value the model does not predict is null.
+	Divergence []Vector `json:"divergence"`
+	MaxAbs     []Vector `json:"max_abs"`
+	Threshold  []Vector `json:"threshold"`
+	Ticks      uint64   `json:"ticks"`
+	Dropped    uint64   `json:"dropped"`
+	// Faults are the twin's faults, the open ones first, then the last
+	// ended ones.
+	Faults []ShadowFault `json:"faults,omitempty"`
+}
+
+// ShadowFault is one divergence held past its threshold.
+type ShadowFault struct {
+	Message string `json:"message"`
+	Ended   bool   `json:"ended,omitempty"`
+	// AgoS is how long ago it started, in seconds.
+	AgoS float64 `json:"ago_s"`
 }
 
 // Lateness is how late the loop's sends were against their deadlines over
