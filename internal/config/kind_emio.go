@@ -642,7 +642,5 @@ func (p *EmioPlant) twin(b *builder) (shadow.Model, []string, func(shadow.Fault)
 		return nil, nil, nil, err
 	}
 	ids := p.servoConfig(b.link).IDs
-	return m, skip, func(f shadow.Fault) string {
-		return emio.DescribeDivergence(f.Field, f.Index, f.Last, f.Size, f.For, ids)
-	}, nil
+	return m, skip, emioWords(ids), nil
 }

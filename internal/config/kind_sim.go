@@ -190,7 +190,5 @@ func (p *SimPlant) twin(b *builder) (shadow.Model, []string, func(shadow.Fault) 
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return m, nil, func(f shadow.Fault) string {
-		return emio.DescribeDivergence(f.Field, f.Index, f.Last, f.Size, f.For, nil)
-	}, nil
+	return m, nil, emioWords(nil), nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/labbridge/bridge/emio"
 	"github.com/labbridge/bridge/internal/fault"
 	"github.com/labbridge/bridge/internal/shadow"
 )
@@ -138,4 +139,16 @@ func (l *LinkTable) newTwin(b *builder) (*shadow.Twin, fault.Probe, error) {
 		},
 	}
 	return t, probe, nil
+}
+
+// emioWords says an Emio-shaped twin's fault in a lab's words; ids are the
+// servos' (nil: motors by number). An ended fault is said by its largest.
+func emioWords(ids []byte) func(shadow.Fault) string {
+	return func(f shadow.Fault) string {
+		d := f.Last
+		if f.Ended {
+			d = f.Size
+		}
+		return emio.DescribeDivergence(f.Field, f.Index, d, f.Size, f.For, ids)
+	}
 }

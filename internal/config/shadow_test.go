@@ -71,6 +71,13 @@ func TestShadowFindsAJammedServo(t *testing.T) {
 		t.Errorf("fault %q, want servo 2 named", a.Detail)
 	}
 	t.Logf("found: %s", a)
+	// The page shows it, with the angle past its threshold.
+	pg := b.Page().Shadow
+	if pg == nil || len(pg.Faults) == 0 || pg.Faults[0].Ended || !strings.HasPrefix(pg.Faults[0].Message, "servo 2 does not follow its goal") {
+		t.Errorf("the page's twin: %+v", pg)
+	} else if pg.Threshold[1].Values[2] != emio.TwinAngle || pg.MaxAbs[1].Values[2] <= emio.TwinAngle {
+		t.Errorf("the page's servo 2: largest %v, threshold %v", pg.MaxAbs[1].Values, pg.Threshold[1].Values)
+	}
 	if _, err := Control([]*Built{b}, strings.Fields("emio servo 2 free")); err != nil {
 		t.Fatal(err)
 	}

@@ -278,10 +278,13 @@ func (t *Twin) sync(s *tick) {
 	}
 	t.synced = true
 	t.cfg.Model.Command(t.last)
-	clear(t.overAt)
-	clear(t.underAt)
-	for j := range t.firing {
-		t.firing[j] = false
+	// A value's open fault goes on: it ends only once the value has been
+	// back with the model for Clear (a servo still jammed diverges again
+	// as its goal moves on). The others start again from here.
+	for j, on := range t.firing {
+		if !on {
+			t.overAt[j] = 0
+		}
 	}
 }
 

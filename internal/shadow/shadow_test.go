@@ -192,3 +192,23 @@ func TestTwinComparesOnlyWhileRunning(t *testing.T) {
 		t.Errorf("compared %d ticks, largest divergence %v", s.Ticks, s.MaxAbs)
 	}
 }
+
+// A resync (asked for, or after another value's fault ended) does not end
+// a fault that goes on: a servo still jammed keeps its one open fault.
+func TestTwinFaultOutlivesAResync(t *testing.T) {
+	real, tw := newTwin(t)
+	loop(t, real, tw, 0, 100)
+	q, g := make([]float64, 4), make([]float64, 4)
+	real.State(q, g)
+	real.on, real.held = true, q[1]
+	loop(t, real, tw, 100, 300)
+	for k := range 5 {
+		tw.Resync()
+		loop(t, real, tw, 400+100*k, 100)
+	}
+	var s Snapshot
+	tw.Snapshot(&s)
+	if len(s.Faults) != 1 || s.Faults[0].Ended {
+		t.Fatalf("faults %v, want the one servo's, open", s.Faults)
+	}
+}

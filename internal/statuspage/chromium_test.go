@@ -88,6 +88,11 @@ func TestPageInChromium(t *testing.T) {
 		// The last warnings and errors.
 		"Last warnings and errors", "partner lost", "err=timeout after 3 ticks", "simulated device stopped",
 		"1 error, 1 warning",
+		// The shadow twin: its faults, open and ended, and each value
+		// against its threshold, one past it marked.
+		"shadow twin", "1700 ticks", "servo 2 does not follow its goal (12.0° from the model, up to 14.3°, for 2s)",
+		`<div class="twinfault ended">servo 1 does not follow`, "ended · began 1m 35s ago", `<span class="over">+0.210</span>`,
+		"robot − model, % of threshold", "angles 210 %",
 		// A stop that waits for a person offers the person's action.
 		"the robot is stopped and waits for a person", `<button class="resume" data-link="meca500">Resume: I have checked the robot</button>`} {
 		if !bytes.Contains([]byte(dom), []byte(want)) {

@@ -42,6 +42,14 @@ func testSnapshot() Snapshot {
 			},
 			Camera: &CameraStatus{Streaming: true, FPS: 30.003, Frames: 150, Frame: 149, Found: 1, AgeMs: new(12.5),
 				Thumbnail: ThumbnailPath("emio")},
+			Shadow: &Shadow{
+				Divergence: []Vector{{Name: "markers", Unit: "mm", Values: []float64{0.5, -1.5, 1}}, {Name: "angles", Unit: "rad", Values: []float64{0, 0.21, 0, 0}}},
+				MaxAbs:     []Vector{{Name: "markers", Unit: "mm", Values: []float64{2, 3, 4}}, {Name: "angles", Unit: "rad", Values: []float64{0.01, 0.25, 0.02, 0}}},
+				Threshold:  []Vector{{Name: "markers", Unit: "mm", Values: []float64{40, 40, 40}}, {Name: "angles", Unit: "rad", Values: []float64{0.1, 0.1, 0.1, 0.1}}},
+				Ticks:      1700,
+				Faults: []ShadowFault{{Message: "servo 2 does not follow its goal (12.0° from the model, up to 14.3°, for 2s)", AgoS: 2.5},
+					{Message: "servo 1 does not follow its goal (8.0° from the model, up to 8.0°, for 600ms)", Ended: true, AgoS: 95}},
+			},
 		}, {
 			Name: "vrep", Kind: "vrep", State: "handshaking", RateHz: 20, Seq: -1,
 			Measurement: []Vector{}, Command: []Vector{{Name: "speeds", Unit: "rad/s", Values: []float64{1, 2}}},
