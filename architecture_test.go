@@ -70,7 +70,7 @@ var imports = map[string][]string{
 	"internal/record": {},
 	// The configuration builds links: it may import every library.
 	"internal/config": {".", "bridge", "emio/camera", "dynamixel", "dynamixel/dxlsim", "emio", "meca500", "meca500/mecasim", "metrics",
-		"internal/loopbench", "vrep", "vrep/vrepsim", "realsense", "realsense/tracker", "emio/sim", "simulink", "internal/statuspage", "tap"},
+		"internal/loopbench", "vrep", "vrep/vrepsim", "realsense", "realsense/tracker", "emio/sim", "simulink", "internal/statuspage", "tap", "internal/shadow"},
 	// The running bridge: the configuration's links supervised, the
 	// metrics server and its status page, systemd's notifications.
 	"internal/service": {"bridge", "internal/config", "internal/statuspage", "metrics"},

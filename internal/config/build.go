@@ -275,6 +275,11 @@ func (l *LinkTable) Build(env Env) (bb *Built, err error) {
 			return nil, err
 		}
 		built.Shadow, twinProbe = tw, []fault.Probe{probe}
+		if env.Metrics != nil {
+			if err := env.Metrics.Shadow(l.Name, twinValues(tw), twinReading(tw)); err != nil {
+				return nil, err
+			}
+		}
 		lcfg.Recorder = addRecorder(lcfg.Recorder, tw)
 		built.Deps = append(built.Deps, bridge.Part{Name: "shadow", Service: tw})
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/labbridge/bridge/bridge"
+	"github.com/labbridge/bridge/internal/shadow"
 	"github.com/labbridge/bridge/meca500"
 	"github.com/labbridge/bridge/meca500/mecasim"
 	"github.com/labbridge/bridge/metrics"
@@ -305,3 +306,32 @@ func (o relayObserver) SafetyStop(code, state int) { o.r.SafetyStop(code, state)
 func (o relayObserver) BufferFull()                { o.r.BufferFull() }
 func (o relayObserver) Connected()                 { o.r.Connected() }
 func (o relayObserver) WatchdogRefreshed()         { o.r.WatchdogRefreshed() }
+
+// twinThresholds implements twinned: meca500's, for the velocity modes
+// (joint_position goes through the driver's P controller, which the model
+// does not run).
+func (p *Meca500Plant) twinThresholds() map[string]float64 {
+	if p.mode == meca500.JointPosition {
+		return nil
+	}
+	return meca500.TwinThresholds(*p.Pose)
+}
+
+// twin implements twinned: the arm's motion without its wire.
+func (p *Meca500Plant) twin(*builder) (shadow.Model, []string, func(shadow.Fault) string, error) {
+	lay := p.Layout()
+	var init [6]float64
+	copy(init[:], p.Sim.Initial)
+	m, err := mecasim.NewModel(mecasim.ModelConfig{Cartesian: p.mode == meca500.CartesianVelocity, Pose: *p.Pose,
+		VelTimeout: p.VelTimeout.Duration, MeasureLen: lay.MeasureLen(), Initial: init})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return m, []string{"status", "error", "age"}, func(f shadow.Fault) string {
+		d := f.Last
+		if f.Ended {
+			d = f.Size
+		}
+		return meca500.DescribeDivergence(f.Field, f.Index, d, f.Size, f.For)
+	}, nil
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/labbridge/bridge/emio"
 	"github.com/labbridge/bridge/internal/fault"
 	"github.com/labbridge/bridge/internal/shadow"
+	"github.com/labbridge/bridge/metrics"
 )
 
 // ShadowTable is [link.shadow]: the link's simulator beside its real plant
@@ -33,12 +34,19 @@ type ShadowTable struct {
 // twinned is a plant kind whose simulator can stand beside its real plant
 // as the shadow twin.
 type twinned interface {
-	// twinThresholds are the kind's thresholds by measured field.
+	// twinThresholds are the kind's thresholds by measured field; nil:
+	// no model for the plant as configured.
 	twinThresholds() map[string]float64
 	// twin builds the model (it starts where the real plant is: the twin
 	// puts it there) and says which measured fields it does not predict
 	// and what a fault means in a lab's words.
 	twin(b *builder) (m shadow.Model, skip []string, words func(shadow.Fault) string, err error)
+}
+
+// hasTwin: the plant's kind, as configured, has a model.
+func hasTwin(p Plant) bool {
+	tw, ok := p.(twinned)
+	return ok && tw.twinThresholds() != nil
 }
 
 func (l *LinkTable) shadowDefaults() {
@@ -50,7 +58,7 @@ func (l *LinkTable) shadowDefaults() {
 		s.Clear.Duration = shadow.DefaultClear
 	}
 	tw, ok := l.Plant.(twinned)
-	if !ok {
+	if !ok || tw.twinThresholds() == nil {
 		return
 	}
 	for name, v := range tw.twinThresholds() {
@@ -68,10 +76,10 @@ func (l *LinkTable) shadowDefaults() {
 func (c *Config) SetShadow(w io.Writer) {
 	for i := range c.Links {
 		l := &c.Links[i]
-		if _, ok := l.Plant.(twinned); ok {
+		if hasTwin(l.Plant) {
 			l.Shadow.Enabled = true
 		} else {
-			fmt.Fprintf(w, "link %s: no shadow twin: plant kind %q has no model to run beside it yet\n", l.Name, l.Plant.Kind())
+			fmt.Fprintf(w, "link %s: no shadow twin: plant kind %q has no model to run beside it here yet\n", l.Name, l.Plant.Kind())
 		}
 	}
 }
@@ -82,8 +90,8 @@ const maxShadowHold = time.Minute
 
 func (l *LinkTable) validateShadow(v *validator) {
 	s := l.Shadow
-	if _, ok := l.Plant.(twinned); s.Enabled && !ok {
-		v.bad("shadow.enabled", true, fmt.Sprintf("false: plant kind %q has no model to run beside it yet (the twin models kinds emio and sim)", l.Plant.Kind()))
+	if s.Enabled && !hasTwin(l.Plant) {
+		v.bad("shadow.enabled", true, fmt.Sprintf("false: plant kind %q has no model to run beside it here yet (the twin models kinds emio and sim, meca500 in its velocity modes)", l.Plant.Kind()))
 	}
 	if h := s.Hold.Duration; h < 0 || h > maxShadowHold {
 		v.bad("shadow.hold", s.Hold, fmt.Sprintf("0s..%v", maxShadowHold))
@@ -150,5 +158,32 @@ func emioWords(ids []byte) func(shadow.Fault) string {
 			d = f.Size
 		}
 		return emio.DescribeDivergence(f.Field, f.Index, d, f.Size, f.For, ids)
+	}
+}
+
+// twinValues names the twin's values for its metrics.
+func twinValues(t *shadow.Twin) []metrics.ShadowValue {
+	names, index, units, _ := t.Fields()
+	out := make([]metrics.ShadowValue, len(names))
+	for i := range names {
+		out[i] = metrics.ShadowValue{Field: names[i], Index: index[i], Unit: units[i]}
+	}
+	return out
+}
+
+// twinReading reads the twin for a scrape: a value not modelled is NaN.
+func twinReading(t *shadow.Twin) func(*metrics.ShadowReading) {
+	var snap shadow.Snapshot
+	_, _, _, modelled := t.Fields()
+	return func(r *metrics.ShadowReading) {
+		t.Snapshot(&snap) // the collector serialises its reads
+		r.Divergence = append(r.Divergence[:0], snap.Divergence...)
+		r.MaxAbs = append(r.MaxAbs[:0], snap.MaxAbs...)
+		for j, m := range modelled {
+			if !m {
+				r.MaxAbs[j] = math.NaN()
+			}
+		}
+		r.Ticks, r.Dropped = snap.Ticks, snap.Dropped
 	}
 }

@@ -121,3 +121,42 @@ func TestShadowFindsAHiddenMarker(t *testing.T) {
 		}
 	}
 }
+
+// The simulated Meca500's twin follows the arm while a partner sways its
+// joints; a payload injected into the simulator (the robot reports
+// nothing) slows the arm, and the twin names the joint that left it.
+func TestShadowFindsAPayload(t *testing.T) {
+	b := buildMeca500(t, testEnv(t), func(l *LinkTable, _ *Meca500Plant) {
+		l.Shadow.Enabled = true
+		l.Partner.Controller = simulink.ControllerSpec{Kind: "sine", Amplitude: []float64{3, 0, 0, 0, 0, 3}, Frequency: []float64{0.05, 0.05, 0.05, 0.05, 0.05, 0.05}}
+	})
+	if b.Shadow == nil {
+		t.Fatal("no twin built")
+	}
+	serveBuilt(t, b)
+	var s shadow.Snapshot
+	testutil.WaitFor(t, "the twin to follow the arm", func() bool {
+		b.Shadow.Snapshot(&s)
+		return b.Link.State() == bridge.Running && s.Ticks > 200
+	})
+	if _, on := shadowFault(b); on || len(s.Faults) > 0 {
+		t.Fatalf("a fault before any was injected: %v", s.Faults)
+	}
+	if _, err := Control([]*Built{b}, strings.Fields("meca500 payload 40")); err != nil {
+		t.Fatal(err)
+	}
+	var a fault.Active
+	// The tool's pose leaves the model first, then the joints that move.
+	testutil.WaitFor(t, "the slowed joint found", func() bool {
+		var on bool
+		a, on = shadowFault(b)
+		return on && strings.Contains(a.Detail, "the arm's joint 1 is ")
+	})
+	t.Logf("found: %s", a)
+	b.Shadow.Snapshot(&s)
+	for _, f := range s.Faults {
+		if f.Field == "joints" && f.Index != 1 && f.Index != 6 {
+			t.Errorf("joint %d, which does not move, left the model: %s", f.Index, f.Message)
+		}
+	}
+}

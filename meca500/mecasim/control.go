@@ -19,6 +19,7 @@ error                                  a motion error (3005): the robot stops, i
 drop                                   close the control connection abruptly
 delay 500ms                            delay every message the robot sends (0 ends it)
 full 10                                refuse the next 10 queued commands with 1000 (buffer full)
+payload 60                             a payload slows every motion to 60 % of its commanded speed (100: none)
 status                                 print the robot's state`
 
 // Control applies one command of the simulator's console or of its control
@@ -54,6 +55,14 @@ func (r *Robot) Control(words []string) (string, error) {
 			r.ResetPowerSupply()
 		default:
 			return bad(what + ", " + what + " release or " + what + " reset")
+		}
+	case "payload":
+		pct, err := strconv.ParseFloat(arg, 64)
+		if err != nil {
+			return bad("payload N, the arm's speed under it in % (100: none)")
+		}
+		if err := r.SetPayload(pct); err != nil {
+			return "", err
 		}
 	case "error":
 		if arg != "" {
@@ -104,9 +113,13 @@ func (r *Robot) StateLine() string {
 	if s.Connected {
 		client = "connected"
 	}
-	return fmt.Sprintf("activated=%s homed=%s paused=%s error=%d estop=%s pstop=%s moving=%s client=%s reply_delay=%v buffer_full_pending=%d",
+	line := fmt.Sprintf("activated=%s homed=%s paused=%s error=%d estop=%s pstop=%s moving=%s client=%s reply_delay=%v buffer_full_pending=%d",
 		yes(s.Activated), yes(s.Homed), yes(s.Paused), s.ErrorCode, stopName(s.EStopState), stopName(s.PStop1State),
 		yes(s.Moving), client, s.ReplyDelay, s.BufferFullPending)
+	if s.Speed != 100 {
+		line += fmt.Sprintf(" payload_speed=%g%%", s.Speed)
+	}
+	return line
 }
 
 func stopName(state int) string {

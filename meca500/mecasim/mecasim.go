@@ -151,6 +151,8 @@ type Status struct {
 	// BufferFullPending the refusals BufferFull has still to make.
 	ReplyDelay        time.Duration
 	BufferFullPending int
+	// Speed is the % of its commanded speed the arm makes (SetPayload).
+	Speed float64
 }
 
 // Robot is a simulated Meca500 R3. Create it with New and serve it with
@@ -290,6 +292,7 @@ func (r *Robot) Status() Status {
 		PStop1State:       s.pstop1,
 		Moving:            s.moving(),
 		ReplyDelay:        s.replyDelay,
+		Speed:             100 * s.speed,
 		BufferFullPending: s.bufferFullPending,
 		Connected:         r.ctrl != nil,
 		Monitoring:        r.ctrl != nil && r.ctrl.monitoring,
@@ -366,6 +369,21 @@ func (r *Robot) ResetPowerSupply() {
 		r.event(true, codePStop1, "0")
 	}
 	r.publish()
+}
+
+// SetPayload makes the arm carry a payload it was not set up for: every
+// motion goes at pct % of its commanded speed (100: none), a fault the
+// robot itself does not report.
+func (r *Robot) SetPayload(pct float64) error {
+	if !(pct > 0 && pct <= 100) {
+		return fmt.Errorf("%w: payload %v %%: want the arm's speed under it, 0 < %% ≤ 100", ErrControl, pct)
+	}
+	r.mu.Lock()
+	r.sync(r.now())
+	r.st.speed = pct / 100
+	r.mu.Unlock()
+	r.wake()
+	return nil
 }
 
 // DropClient closes the control connection abruptly, from the server side,

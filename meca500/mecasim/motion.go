@@ -145,6 +145,9 @@ type state struct {
 	velLimit    float64 // SetJointVelLimit, % (scales MoveJointsVel's bounds)
 	eobOn       bool    // SetEob (default on)
 	eomOn       bool    // SetEom (default off)
+	// speed is the fraction of its commanded motion the arm makes: 1, or
+	// less under an injected payload (SetPayload).
+	speed float64
 
 	// The robot.
 	activated, homed, errored, paused, homing bool
@@ -189,6 +192,7 @@ func (s *state) init(cfg Config) {
 	s.blending = 100
 	s.velLimit = 100
 	s.eobOn = true
+	s.speed = 1
 	s.q = cfg.Initial
 	s.wasEOB, s.wasEOM = true, true
 }
@@ -277,7 +281,10 @@ func (r *Robot) step(now time.Duration) {
 // integrate advances the active motion by h.
 func (r *Robot) integrate(h time.Duration) {
 	s := &r.st
-	dt := h.Seconds()
+	// A payload the arm was not set up for slows every motion: the
+	// joints cover only this fraction of what they were commanded.
+	dt := h.Seconds() * s.speed
+	h = time.Duration(float64(h) * s.speed)
 	switch {
 	case s.mv.active && !s.paused:
 		s.mv.elapsed = min(s.mv.elapsed+h, s.mv.dur)

@@ -1,0 +1,167 @@
+package mecasim
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/labbridge/bridge/plant"
+)
+
+// ModelConfig is a Model's: the link's shape and the robot's velocity
+// timeout.
+type ModelConfig struct {
+	// Cartesian: the commands are MoveLinVelWrf's (mm/s, °/s); else
+	// MoveJointsVel's (°/s).
+	Cartesian bool
+	// Pose: the measurement carries the tool pose after the joints.
+	Pose bool
+	// VelTimeout is how long a velocity lasts without a newer one (0: the
+	// robot's default, 50 ms).
+	VelTimeout time.Duration
+	// MeasureLen is the link's measurement length: the joints, the pose,
+	// then values the model does not predict (left at 0).
+	MeasureLen int
+	Initial    [6]float64 // joints, °
+}
+
+// Model is the Meca500's motion without its wire or its states: the joints
+// integrate the velocities the robot is given, stop at their limits and
+// when a velocity times out, and the pose follows from the joints. It is
+// the shadow twin's model of a streamed arm. It moves on the times it is
+// told (StepTo), starts where Sync puts it, and is safe for concurrent use.
+type Model struct {
+	cfg ModelConfig
+
+	mu        sync.Mutex
+	q         [6]float64
+	v         [6]float64
+	until     int64 // the velocity's end
+	now, last int64
+	stepped   bool
+}
+
+// NewModel returns the model at cfg.Initial, at rest.
+func NewModel(cfg ModelConfig) (*Model, error) {
+	need, what := 6, "the joints"
+	if cfg.Pose {
+		need, what = 12, "the joints and the pose"
+	}
+	if cfg.MeasureLen < need {
+		return nil, fmt.Errorf("mecasim: a model measuring %d values, want at least %d (%s)", cfg.MeasureLen, need, what)
+	}
+	if cfg.VelTimeout <= 0 {
+		cfg.VelTimeout = defaultVelTimeout
+	}
+	return &Model{cfg: cfg, q: cfg.Initial}, nil
+}
+
+// MeasureLen implements plant.Plant.
+func (m *Model) MeasureLen() int { return m.cfg.MeasureLen }
+
+// CommandLen implements plant.Plant.
+func (m *Model) CommandLen() int { return 6 }
+
+// StepTo implements plant.Stepped: the model's time.
+func (m *Model) StepTo(t int64) {
+	m.mu.Lock()
+	if !m.stepped {
+		m.stepped, m.last = true, t
+	}
+	m.now = t
+	m.mu.Unlock()
+}
+
+// advance integrates up to now, in the robot's steps.
+func (m *Model) advance() {
+	for m.last < m.now {
+		end := min(m.now, m.last+int64(substep))
+		if m.last >= m.until {
+			m.v = [6]float64{}
+			m.last = m.now
+			break
+		}
+		end = min(end, m.until)
+		dt := time.Duration(end - m.last).Seconds()
+		if m.cfg.Cartesian {
+			qd := cartesianToJoint(m.q, m.v)
+			next := m.q
+			stop := false
+			for i := range next {
+				next[i] += qd[i] * dt
+				lo, hi := jointRange(i)
+				stop = stop || next[i] < lo+limitMargin && qd[i] < 0 || next[i] > hi-limitMargin && qd[i] > 0
+			}
+			if !stop {
+				m.q = next
+			}
+		} else {
+			for i := range m.q {
+				m.q[i], _ = towardLimit(i, m.q[i], m.v[i], dt)
+			}
+		}
+		m.last = end
+	}
+}
+
+// Measure implements plant.Plant: the joints, then the pose.
+func (m *Model) Measure(dst []float64) error {
+	if len(dst) != m.cfg.MeasureLen {
+		return fmt.Errorf("mecasim: measure buffer of %d values, want %d", len(dst), m.cfg.MeasureLen)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.advance()
+	copy(dst, m.q[:])
+	if m.cfg.Pose {
+		p := poseOf(forward(m.q))
+		copy(dst[6:], p[:])
+	}
+	return nil
+}
+
+// Command implements plant.Plant: a velocity, until the timeout or the
+// next. NaN and ±Inf are refused.
+func (m *Model) Command(u []float64) error {
+	if len(u) != 6 {
+		return fmt.Errorf("mecasim: %d velocities, want 6", len(u))
+	}
+	for i, v := range u {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("mecasim: velocity %d is %v", i+1, v)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.advance()
+	copy(m.v[:], u)
+	m.until = m.now + int64(m.cfg.VelTimeout)
+	return nil
+}
+
+// Halt implements plant.Plant: the arm stops.
+func (m *Model) Halt(plant.HaltPolicy) error {
+	m.mu.Lock()
+	m.advance()
+	m.v = [6]float64{}
+	m.mu.Unlock()
+	return nil
+}
+
+// Sync puts the model's joints where measured says the robot's are.
+func (m *Model) Sync(measured []float64) error {
+	if len(measured) < 6 {
+		return fmt.Errorf("mecasim: %d measured values, want the 6 joints first", len(measured))
+	}
+	for i, v := range measured[:6] {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("mecasim: joint %d measured %v", i+1, v)
+		}
+	}
+	m.mu.Lock()
+	m.advance()
+	copy(m.q[:], measured[:6])
+	m.mu.Unlock()
+	return nil
+}
