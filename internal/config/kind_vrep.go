@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/labbridge/bridge/bridge"
+	"github.com/labbridge/bridge/internal/shadow"
 	"github.com/labbridge/bridge/metrics"
 	"github.com/labbridge/bridge/plant"
 	"github.com/labbridge/bridge/vrep"
@@ -351,4 +353,50 @@ func (p *VREPPlant) unwritten() []string {
 		return []string{"joints", "mode", "stepping", "start", "client_timeout"}
 	}
 	return nil
+}
+
+// twinThresholds implements twinned: vrep's, for the seed's AZ scene
+// (a ZMQ scene's joints have no model here yet).
+func (p *VREPPlant) twinThresholds() map[string]float64 {
+	if p.protocol != vrep.AZ {
+		return nil
+	}
+	return vrep.TwinThresholds()
+}
+
+// twin implements twinned: the AZ scene without its socket, stepping
+// [link.plant.sim] step per exchange (V-REP's 50 ms by default).
+func (p *VREPPlant) twin(*builder) (shadow.Model, []string, func(shadow.Fault) string, error) {
+	cfg := vrepsim.AZModelConfig{Step: p.Sim.Step.Duration, VelTimeout: p.VelTimeout.Duration}
+	var angles []string
+	for _, n := range p.Measure {
+		cfg.Measure = append(cfg.Measure, slices.Index(vrep.AZMeasureNames, n))
+		if n != vrep.SimTime {
+			angles = append(angles, n)
+		}
+	}
+	for _, n := range p.Command {
+		cfg.Command = append(cfg.Command, slices.Index(vrep.AZCommandNames, n))
+	}
+	m, err := vrepsim.NewAZModel(cfg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	// The scene's clock counts exchanges, not the robot: a superseded or
+	// failed exchange moves it, and nothing is wrong with the robot.
+	var skip []string
+	if slices.Contains(p.Measure, vrep.SimTime) {
+		skip = []string{"sim_time"}
+	}
+	return m, skip, func(f shadow.Fault) string {
+		name := fmt.Sprintf("%s %d", f.Field, f.Index)
+		if f.Field == "angles" && f.Index >= 1 && f.Index <= len(angles) {
+			name = angles[f.Index-1]
+		}
+		d := f.Last
+		if f.Ended {
+			d = f.Size
+		}
+		return vrep.DescribeDivergence(name, d, f.Size, f.For)
+	}, nil
 }

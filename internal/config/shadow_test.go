@@ -160,3 +160,34 @@ func TestShadowFindsAPayload(t *testing.T) {
 		}
 	}
 }
+
+// The simulated scene's twin follows the two wheels the partner sways; a
+// drive that slips in the scene (the scene says nothing) is named.
+func TestShadowFindsASlippingWheel(t *testing.T) {
+	b := buildVREP(t, testEnv(t), func(l *LinkTable, _ *VREPPlant) { l.Shadow.Enabled = true })
+	if b.Shadow == nil {
+		t.Fatal("no twin built")
+	}
+	serveBuilt(t, b)
+	var s shadow.Snapshot
+	testutil.WaitFor(t, "the twin to follow the scene", func() bool {
+		b.Shadow.Snapshot(&s)
+		return b.Link.State() == bridge.Running && s.Ticks > 60
+	})
+	if _, on := shadowFault(b); on || len(s.Faults) > 0 {
+		t.Fatalf("a fault before any was injected: %v", s.Faults)
+	}
+	if _, err := Control([]*Built{b}, strings.Fields("vrep slip 2 30")); err != nil {
+		t.Fatal(err)
+	}
+	var a fault.Active
+	testutil.WaitFor(t, "the slipping wheel found", func() bool {
+		var on bool
+		a, on = shadowFault(b)
+		return on
+	})
+	if !strings.HasPrefix(a.Detail, "right_angle is ") {
+		t.Errorf("fault %q, want the right wheel named", a.Detail)
+	}
+	t.Logf("found: %s", a)
+}

@@ -154,13 +154,39 @@ type World struct {
 	steps    uint64
 	q, v, p  []float64
 	position []bool // joint under position control
+	// gain is the part of its target speed each joint makes: 1, or less
+	// while its drive slips (Slip).
+	gain     []float64
 	restarts uint64
 }
 
 func newWorld(names []string, step time.Duration, maxSpeed float64) *World {
 	n := len(names)
 	return &World{dt: step.Seconds(), maxSpeed: maxSpeed, names: names,
-		q: make([]float64, n), v: make([]float64, n), p: make([]float64, n), position: make([]bool, n)}
+		q: make([]float64, n), v: make([]float64, n), p: make([]float64, n), position: make([]bool, n), gain: ones(n)}
+}
+
+func ones(n int) []float64 {
+	g := make([]float64, n)
+	for i := range g {
+		g[i] = 1
+	}
+	return g
+}
+
+// Slip makes joint j's drive (1-based) slip: it turns at pct % of its
+// target speed (100: no slip), a fault the scene does not report.
+func (w *World) Slip(j int, pct float64) error {
+	if j < 1 || j > len(w.q) {
+		return fmt.Errorf("%w: slip: joint %d of %d", ErrCommand, j, len(w.q))
+	}
+	if !(pct >= 0 && pct <= 100) {
+		return fmt.Errorf("%w: slip: %v %%: want the speed the joint keeps, 0..100", ErrCommand, pct)
+	}
+	w.mu.Lock()
+	w.gain[j-1] = pct / 100
+	w.mu.Unlock()
+	return nil
 }
 
 // advance runs one step of dt; mu is held.
@@ -169,9 +195,9 @@ func (w *World) advance() {
 		if w.position[j] {
 			d := w.p[j] - w.q[j]
 			lim := w.maxSpeed * w.dt
-			w.q[j] += math.Max(-lim, math.Min(lim, d))
+			w.q[j] += math.Max(-lim, math.Min(lim, d)) * w.gain[j]
 		} else {
-			w.q[j] += w.v[j] * w.dt
+			w.q[j] += w.v[j] * w.dt * w.gain[j]
 		}
 	}
 	w.t += w.dt

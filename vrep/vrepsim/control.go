@@ -66,6 +66,7 @@ func init() {
 		}},
 		{"fault", "KIND [N]", "the next N calls (1) misbehave: refuse, close, short, magic, delay, restart", cmdFault},
 		{"every", "N [KIND]", "every N-th call misbehaves as KIND (0: none)", cmdEvery},
+		{"slip", "JOINT PCT", "joint JOINT's drive slips: it turns at PCT % of its target (100: no slip)", cmdSlip},
 		{"status", "", "the simulation's state, time, clients, targets and angles", func(s Controlled, _ []string) (string, error) {
 			return s.Status(), nil
 		}},
@@ -167,6 +168,25 @@ func cmdFault(s Controlled, args []string) (string, error) {
 	}
 	s.Inject(f, n)
 	return fmt.Sprintf("the next %d call(s): %s", n, f), nil
+}
+
+func cmdSlip(s Controlled, args []string) (string, error) {
+	w, ok := s.(interface{ World() *World })
+	if len(args) != 2 || !ok {
+		return "", fmt.Errorf("%w: slip JOINT PCT, like slip 1 50", ErrCommand)
+	}
+	j, err := strconv.Atoi(args[0])
+	if err != nil {
+		return "", fmt.Errorf("%w: slip: joint %q: want its number, 1 for the first", ErrCommand, args[0])
+	}
+	pct, err := strconv.ParseFloat(args[1], 64)
+	if err != nil {
+		return "", fmt.Errorf("%w: slip: %q: want the %% of its target speed the joint keeps", ErrCommand, args[1])
+	}
+	if err := w.World().Slip(j, pct); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("joint %d turns at %g %% of its target", j, pct), nil
 }
 
 func cmdEvery(s Controlled, args []string) (string, error) {
