@@ -11,6 +11,8 @@ import (
 	"github.com/labbridge/bridge/bridge"
 	"github.com/labbridge/bridge/emio/sim"
 	"github.com/labbridge/bridge/internal/testutil"
+	"github.com/labbridge/bridge/realtime"
+	"github.com/labbridge/bridge/simulink"
 )
 
 type clock struct{ t int64 }
@@ -211,4 +213,44 @@ func TestTwinFaultOutlivesAResync(t *testing.T) {
 	if len(s.Faults) != 1 || s.Faults[0].Ended {
 		t.Fatalf("faults %v, want the one servo's, open", s.Faults)
 	}
+}
+
+// okExchanger answers every tick with a slowly moving command.
+type okExchanger struct{ k float64 }
+
+func (e *okExchanger) Exchange(_, cmd []float64, _ int64) simulink.Status {
+	e.k++
+	for i := range cmd {
+		cmd[i] = 0.3 * math.Sin(e.k/20+float64(i))
+	}
+	return simulink.OK
+}
+func (e *okExchanger) Synced() bool { return true }
+
+// The loop's tick allocates nothing with the twin beside it, the twin
+// serving, as without one.
+func TestTickWithTwinAllocatesNothing(t *testing.T) {
+	real, tw := newTwin(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- tw.Serve(ctx) }()
+	defer func() { cancel(); <-done }()
+	lim := []bridge.Limit{{Min: -1, Max: 1}, {Min: -1, Max: 1}, {Min: -1, Max: 1}, {Min: -1, Max: 1}}
+	for _, rec := range []bridge.TickRecorder{nil, tw} {
+		l, err := bridge.NewLink(bridge.LinkConfig{Name: "x", Loop: bridge.LoopConfig{Period: 10 * time.Millisecond, CPU: -1}, Limits: lim, Recorder: rec},
+			real.Motors, &okExchanger{}, realtime.NewClock(), nil, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ti bridge.TickInfo
+		for range 5 {
+			ti.Deadline += int64(10 * time.Millisecond)
+			l.Tick(&ti)
+		}
+		if a := testing.AllocsPerRun(200, func() { ti.Deadline += int64(10 * time.Millisecond); l.Tick(&ti) }); a != 0 {
+			t.Errorf("with recorder %T: a tick allocates %v times", rec, a)
+		}
+	}
+	var s Snapshot
+	testutil.WaitFor(t, "the twin to run the ticks", func() bool { tw.Snapshot(&s); return s.Ticks+s.Dropped >= 200 })
 }
