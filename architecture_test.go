@@ -88,7 +88,7 @@ var imports = map[string][]string{
 	"internal/replay": {"bridge", "simulink", "internal/config", "internal/report", "internal/record"},
 	// The shadow twin: a model run beside a link's plant from its tick
 	// records.
-	"internal/shadow": {"bridge"},
+	"internal/shadow": {"bridge", "simulink"},
 	// Servos found and pinged for a person: the bus is the driver's.
 	"internal/servoscan": {"dynamixel"},
 	// A simulated device served to a person: the simulators, their

@@ -260,7 +260,7 @@ func (l *LinkTable) Build(env Env) (bb *Built, err error) {
 		loopObs = env.Loop
 	}
 	if l.Tap.Address != "" {
-		tp, err := l.newTap(env, built.Layout)
+		tp, err := l.newTap(env, built.Layout, "")
 		if err != nil {
 			return nil, err
 		}
@@ -270,7 +270,19 @@ func (l *LinkTable) Build(env Env) (bb *Built, err error) {
 	}
 	var twinProbe []fault.Probe
 	if l.Shadow.Enabled && env.Plant == nil {
-		tw, probe, err := l.newTwin(b)
+		var out bridge.TickRecorder
+		if l.Tap.Address != "" {
+			// The twin's divergence beside the link's ticks, as a stream of
+			// its own: bridge record writes it as LINK_shadow.
+			tt, err := l.newTap(env, built.Layout, ".shadow")
+			if err != nil {
+				return nil, err
+			}
+			built.closers = append(built.closers, tt.Close)
+			built.Deps = append(built.Deps, bridge.Part{Name: "shadow tap", Service: tt})
+			out = tt
+		}
+		tw, probe, err := l.newTwin(b, out)
 		if err != nil {
 			return nil, err
 		}
@@ -335,14 +347,20 @@ func (l *LinkTable) descriptor(layout plant.Layout) payload.Descriptor {
 }
 
 // newTap makes the link's telemetry tap: its descriptor names the link and
-// every value of the layout (docs/tap.md §4).
-func (l *LinkTable) newTap(env Env, layout plant.Layout) (*tap.Tap, error) {
+// every value of the layout (docs/tap.md §4). A suffix makes the tap of a
+// stream beside the link's (".shadow": the twin's divergence per measured
+// value, no command).
+func (l *LinkTable) newTap(env Env, layout plant.Layout, suffix string) (*tap.Tap, error) {
+	d := l.descriptor(layout)
+	if suffix != "" {
+		d.Link, d.Command = d.Link+suffix, nil
+	}
 	cfg := tap.Config{
 		Address: netip.MustParseAddrPort(l.Tap.Address), PayloadType: uint8(l.Tap.PayloadType), Clock: env.Clock,
-		Descriptor: l.descriptor(layout),
+		Descriptor: d,
 	}
 	if env.Metrics != nil {
-		obs, err := env.Metrics.Tap(l.Name)
+		obs, err := env.Metrics.Tap(d.Link)
 		if err != nil {
 			return nil, err
 		}

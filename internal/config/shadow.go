@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/labbridge/bridge/bridge"
 	"github.com/labbridge/bridge/emio"
 	"github.com/labbridge/bridge/internal/fault"
 	"github.com/labbridge/bridge/internal/shadow"
@@ -120,14 +121,14 @@ func (l *LinkTable) validateShadow(v *validator) {
 }
 
 // newTwin builds the link's shadow twin and its fault probe.
-func (l *LinkTable) newTwin(b *builder) (*shadow.Twin, fault.Probe, error) {
+func (l *LinkTable) newTwin(b *builder, out bridge.TickRecorder) (*shadow.Twin, fault.Probe, error) {
 	tw := l.Plant.(twinned)
 	m, skip, words, err := tw.twin(b)
 	if err != nil {
 		return nil, fault.Probe{}, fmt.Errorf("shadow twin: %w", err)
 	}
 	t, err := shadow.New(shadow.Config{Model: m, Layout: l.Plant.Layout(), Threshold: l.Shadow.Threshold,
-		Hold: l.Shadow.Hold.Duration, Clear: l.Shadow.Clear.Duration, Skip: skip, Words: words})
+		Hold: l.Shadow.Hold.Duration, Clear: l.Shadow.Clear.Duration, Skip: skip, Words: words, Out: out})
 	if err != nil {
 		return nil, fault.Probe{}, err
 	}

@@ -1,13 +1,19 @@
 package config
 
 import (
+	"context"
 	"math"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/labbridge/bridge/bridge"
 	"github.com/labbridge/bridge/emio"
 	"github.com/labbridge/bridge/internal/fault"
+	"github.com/labbridge/bridge/internal/record"
 	"github.com/labbridge/bridge/internal/shadow"
 	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/simulink"
@@ -190,4 +196,87 @@ func TestShadowFindsASlippingWheel(t *testing.T) {
 		t.Errorf("fault %q, want the right wheel named", a.Detail)
 	}
 	t.Logf("found: %s", a)
+}
+
+// With the link's tap on, the twin sends its divergence as a stream of its
+// own, which bridge record writes beside the link's: one row per compared
+// tick, a column per measured value, in its unit.
+func TestShadowTapIsRecorded(t *testing.T) {
+	conn, err := record.Listen(netip.MustParseAddrPort("127.0.0.1:0"))
+	if err != nil {
+		t.Skipf("no loopback UDP port for the tap: %v", err)
+	}
+	defer conn.Close()
+	c, err := Parse([]byte(`
+[[link]]
+name = "arm"
+rate_hz = 100
+[link.loop]
+priority = 0
+[link.plant]
+kind = "sim"
+motors = 2
+nb_markers = 1
+y0 = [0.0, 0.0, 250.0]
+j = [10.0, 0.0, 0.0, 10.0, 1.0, 1.0]
+[link.partner.controller]
+kind = "sine"
+amplitude = [0.5, 0.3]
+frequency = [2.0, 3.0]
+[link.shadow]
+enabled = true
+[link.tap]
+address = "` + conn.LocalAddr().String() + `"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "run.csv")
+	rec, err := record.New(record.Config{Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	recDone := make(chan error, 1)
+	go func() { recDone <- rec.Serve(ctx, conn, nil) }()
+	b, err := c.Links[0].Build(testEnv(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveBuilt(t, b)
+	testutil.WaitFor(t, "both streams recorded", func() bool {
+		st, _ := rec.Streams()
+		return len(st) == 2 && st[0].Rows > 50 && st[1].Rows > 50
+	})
+	cancel()
+	<-recDone
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(filepath.Dir(out), "run.arm_shadow.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, rows, _ := strings.Cut(string(data), "\n")
+	for _, col := range []string{"meas_markers_1_mm", "meas_angles_2_rad"} {
+		if !strings.Contains(head, col) {
+			t.Errorf("the twin's columns %q lack %s", head, col)
+		}
+	}
+	if strings.Contains(head, "cmd_") || strings.Count(rows, "\n") < 50 {
+		t.Errorf("the twin's file: %q and %d rows", head, strings.Count(rows, "\n"))
+	}
+	// The in-memory plant and its model move on the same tick grid: the
+	// divergence is nil.
+	cols := strings.Split(head, ",")
+	for _, row := range strings.Split(strings.TrimSpace(rows), "\n") {
+		for i, v := range strings.Split(row, ",") {
+			if !strings.HasPrefix(cols[i], "meas_") {
+				continue
+			}
+			if x, err := strconv.ParseFloat(v, 64); err != nil || math.Abs(x) > 1e-9 {
+				t.Fatalf("%s = %q in %q", cols[i], v, row)
+			}
+		}
+	}
 }

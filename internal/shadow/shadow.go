@@ -20,6 +20,7 @@ import (
 
 	"github.com/labbridge/bridge/bridge"
 	"github.com/labbridge/bridge/plant"
+	"github.com/labbridge/bridge/simulink"
 )
 
 // Model is a simulator that can stand beside a real plant: it moves on the
@@ -57,6 +58,10 @@ type Config struct {
 	// Words, if set, says what a fault means in a lab's words
 	// (Fault.Message); else Fault.String.
 	Words func(Fault) string
+	// Out, if set, is handed each compared tick from Serve's goroutine, its
+	// measurement the divergence (NaN where not modelled): a telemetry tap
+	// of its own, so that a recording and its report carry the twin.
+	Out bridge.TickRecorder
 }
 
 // DefaultHold is how long a divergence must last to be a fault when the
@@ -127,6 +132,8 @@ type Twin struct {
 	size    []float64
 	firing  []bool
 	resync  atomic.Bool
+
+	out bridge.TickRecord // what Out is handed; Serve's
 
 	mu     sync.Mutex // guards what Snapshot reads
 	div    []float64
@@ -263,7 +270,14 @@ func (t *Twin) step(s *tick) {
 		}
 		t.watch(j, d, s.at)
 	}
+	n := t.ticks
 	t.mu.Unlock()
+	if o := t.cfg.Out; o != nil {
+		// div is written only here, on this goroutine: read without mu.
+		t.out = bridge.TickRecord{N: n - 1, Deadline: s.at, Status: simulink.OK, State: bridge.Running, Seq: int64(n - 1),
+			ReplyLatency: -1, Measurement: t.div}
+		o.RecordTick(&t.out)
+	}
 	if s.applied {
 		if m.Command(s.command) == nil {
 			copy(t.last, s.command)
