@@ -32,6 +32,16 @@ type Model interface {
 	Sync(measured []float64) error
 }
 
+// Follower is a model that keeps a clock of the real plant's own (a
+// scene's simulation time, which counts the exchanges the scene made): it
+// is shown each real measurement before it predicts, and says whether it
+// is still in step. One that is not is put back on the real state: an
+// exchange the real plant missed (a busy machine's) is not a fault of the
+// robot, and an integrating model would carry it for ever.
+type Follower interface {
+	InStep(measured []float64) bool
+}
+
 // ErrConfig is a twin that cannot be made.
 var ErrConfig = errors.New("shadow: bad configuration")
 
@@ -253,7 +263,8 @@ func (t *Twin) step(s *tick) {
 		t.synced = false
 		return
 	}
-	if !t.synced || t.resync.Swap(false) {
+	f, follows := m.(Follower)
+	if !t.synced || t.resync.Swap(false) || follows && !f.InStep(s.measured) {
 		t.sync(s)
 	}
 	err := m.Measure(t.pred)

@@ -254,3 +254,54 @@ func TestTickWithTwinAllocatesNothing(t *testing.T) {
 	var s Snapshot
 	testutil.WaitFor(t, "the twin to run the ticks", func() bool { tw.Snapshot(&s); return s.Ticks+s.Dropped >= 200 })
 }
+
+// following is a model that says it is out of step with the real plant's
+// own clock on the ticks of out.
+type following struct {
+	*sim.Motors
+	tick int
+	out  map[int]bool
+}
+
+func (f *following) StepTo(at int64) { f.tick = int(at / 10_000_000); f.Motors.StepTo(at) }
+func (f *following) InStep([]float64) bool {
+	return !f.out[f.tick]
+}
+
+// A plant that jumps (a step its own clock says it took: an exchange the
+// model did not see) is no fault when the model says it is out of step:
+// the twin puts it back on the real state. A model that cannot tell
+// carries the jump as a fault.
+func TestTwinFollowerRealigns(t *testing.T) {
+	for _, tc := range []struct {
+		follows bool
+		faults  int
+	}{{true, 0}, {false, 1}} {
+		cfg := sim.DefaultEmio()
+		cfg.TimeConstant = 10 * time.Second // slow: a jump stays past the hold
+		r, _ := sim.NewMotors(cfg, &clock{})
+		m, _ := sim.NewMotors(cfg, &clock{})
+		var model Model = m
+		if tc.follows {
+			model = &following{Motors: m, out: map[int]bool{150: true}}
+		}
+		tw, err := New(Config{Model: model, Layout: m.Layout(), Threshold: map[string]float64{"angles": 0.1}, Hold: 300 * time.Millisecond, Buffer: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		real := &stuck{Motors: r}
+		loop(t, real, tw, 0, 150)
+		// The real plant takes a step the model did not: its motor 1 is
+		// 0.3 rad on (Sync is how a test moves it).
+		y := make([]float64, r.MeasureLen())
+		r.Measure(y)
+		y[len(y)-4] += 0.3
+		r.Sync(y)
+		loop(t, real, tw, 150, 100)
+		var s Snapshot
+		tw.Snapshot(&s)
+		if len(s.Faults) != tc.faults {
+			t.Errorf("follows %v: faults %v, want %d", tc.follows, s.Faults, tc.faults)
+		}
+	}
+}

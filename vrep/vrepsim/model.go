@@ -157,3 +157,18 @@ func (m *AZModel) Sync(measured []float64) error {
 	}
 	return nil
 }
+
+// InStep implements the twin's Follower: the scene's time in measured is
+// the model's, within half a step. A scene that made more or fewer
+// exchanges than the ticks (a post superseded, an exchange that failed)
+// is not.
+func (m *AZModel) InStep(measured []float64) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, k := range m.cfg.Measure {
+		if k == 0 && i < len(measured) && m.have {
+			return math.Abs(measured[i]-m.reply[0]) < m.cfg.Step.Seconds()/2
+		}
+	}
+	return true
+}

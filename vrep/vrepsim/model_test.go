@@ -65,3 +65,19 @@ func TestAZModelIsTheScene(t *testing.T) {
 		}
 	}
 }
+
+// The model is in step with a scene whose clock reads its own, and not
+// with one that made an exchange more.
+func TestAZModelInStep(t *testing.T) {
+	m, err := NewAZModel(AZModelConfig{Step: 50 * time.Millisecond, Measure: []int{0, 1, 2}, Command: []int{0, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.StepTo(0)
+	m.Command([]float64{1, 1})
+	m.StepTo(int64(50 * time.Millisecond))
+	m.Command([]float64{1, 1})
+	if !m.InStep([]float64{0.05, 0.05, 0.05}) || m.InStep([]float64{0.1, 0.1, 0.1}) {
+		t.Error("in step with the wrong scene time")
+	}
+}
