@@ -95,10 +95,10 @@ func (l *LinkTable) validateShadow(v *validator) {
 		v.bad("shadow.enabled", true, fmt.Sprintf("false: plant kind %q has no model to run beside it here yet (the twin models kinds emio and sim, meca500 in its velocity modes, vrep over az)", l.Plant.Kind()))
 	}
 	if h := s.Hold.Duration; h < 0 || h > maxShadowHold {
-		v.bad("shadow.hold", s.Hold, fmt.Sprintf("0s..%v", maxShadowHold))
+		v.bad("shadow.hold", quote(h.String()), `0s..1m, like "500ms"; remove the key for the default, 500ms`)
 	}
 	if h := s.Clear.Duration; h < 0 || h > maxShadowHold {
-		v.bad("shadow.clear", s.Clear, fmt.Sprintf("0s..%v", maxShadowHold))
+		v.bad("shadow.clear", quote(h.String()), `0s..1m, like "2s"; remove the key for the default, 2s`)
 	}
 	var fields, units []string
 	for _, f := range l.Plant.Layout().Measure {
