@@ -305,3 +305,44 @@ func TestTwinFollowerRealigns(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRecordTick is the loop thread's cost of the twin: one tick
+// handed over.
+func BenchmarkRecordTick(b *testing.B) {
+	cfg := sim.DefaultEmio()
+	m, _ := sim.NewMotors(cfg, &clock{})
+	tw, err := New(Config{Model: m, Layout: m.Layout(), Threshold: map[string]float64{"angles": 0.1}, Buffer: 1 << 16})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := &bridge.TickRecord{State: bridge.Running, Measurement: make([]float64, 7), Given: make([]float64, 4), CommandApplied: true}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		r.Deadline += 10_000_000
+		tw.RecordTick(r)
+		if i%(1<<15) == 0 {
+			b.StopTimer()
+			tw.drain()
+			b.StartTimer()
+		}
+	}
+}
+
+// BenchmarkTwinTick is the twin goroutine's cost of one tick of the
+// Emio-shaped model: step it, compare, command it.
+func BenchmarkTwinTick(b *testing.B) {
+	cfg := sim.DefaultEmio()
+	m, _ := sim.NewMotors(cfg, &clock{})
+	tw, err := New(Config{Model: m, Layout: m.Layout(), Threshold: map[string]float64{"angles": 0.1, "markers": 40}, Buffer: 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := &bridge.TickRecord{State: bridge.Running, Measurement: make([]float64, 7), Given: make([]float64, 4), CommandApplied: true}
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Deadline += 10_000_000
+		r.Given[0] = math.Sin(float64(r.Deadline) / 1e9)
+		tw.RecordTick(r)
+		tw.drain()
+	}
+}
