@@ -34,12 +34,13 @@ type Model interface {
 
 // Follower is a model that keeps a clock of the real plant's own (a
 // scene's simulation time, which counts the exchanges the scene made): it
-// is shown each real measurement before it predicts, and says whether it
-// is still in step. One that is not is put back on the real state: an
-// exchange the real plant missed (a busy machine's) is not a fault of the
-// robot, and an integrating model would carry it for ever.
+// is shown each real measurement before it predicts, and moves itself to
+// that clock. An exchange the real plant missed or answered a tick late (a
+// busy machine's) is not a fault of the robot, and an integrating model
+// would carry it for ever; a model put back on the real state at each
+// such tick would hide what it is there to find.
 type Follower interface {
-	InStep(measured []float64) bool
+	Follow(measured []float64)
 }
 
 // ErrConfig is a twin that cannot be made.
@@ -263,9 +264,10 @@ func (t *Twin) step(s *tick) {
 		t.synced = false
 		return
 	}
-	f, follows := m.(Follower)
-	if !t.synced || t.resync.Swap(false) || follows && !f.InStep(s.measured) {
+	if !t.synced || t.resync.Swap(false) {
 		t.sync(s)
+	} else if f, ok := m.(Follower); ok {
+		f.Follow(s.measured)
 	}
 	err := m.Measure(t.pred)
 	t.mu.Lock()

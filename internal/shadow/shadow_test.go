@@ -255,8 +255,8 @@ func TestTickWithTwinAllocatesNothing(t *testing.T) {
 	testutil.WaitFor(t, "the twin to run the ticks", func() bool { tw.Snapshot(&s); return s.Ticks+s.Dropped >= 200 })
 }
 
-// following is a model that says it is out of step with the real plant's
-// own clock on the ticks of out.
+// following is a model that follows a jump of the real plant on the
+// ticks of out (a step its own clock says it took).
 type following struct {
 	*sim.Motors
 	tick int
@@ -264,14 +264,15 @@ type following struct {
 }
 
 func (f *following) StepTo(at int64) { f.tick = int(at / 10_000_000); f.Motors.StepTo(at) }
-func (f *following) InStep([]float64) bool {
-	return !f.out[f.tick]
+func (f *following) Follow(measured []float64) {
+	if f.out[f.tick] {
+		f.Sync(measured)
+	}
 }
 
 // A plant that jumps (a step its own clock says it took: an exchange the
-// model did not see) is no fault when the model says it is out of step:
-// the twin puts it back on the real state. A model that cannot tell
-// carries the jump as a fault.
+// model did not see) is no fault when the model follows the plant's clock.
+// A model that cannot tell carries the jump as a fault.
 func TestTwinFollowerRealigns(t *testing.T) {
 	for _, tc := range []struct {
 		follows bool
@@ -303,46 +304,5 @@ func TestTwinFollowerRealigns(t *testing.T) {
 		if len(s.Faults) != tc.faults {
 			t.Errorf("follows %v: faults %v, want %d", tc.follows, s.Faults, tc.faults)
 		}
-	}
-}
-
-// BenchmarkRecordTick is the loop thread's cost of the twin: one tick
-// handed over.
-func BenchmarkRecordTick(b *testing.B) {
-	cfg := sim.DefaultEmio()
-	m, _ := sim.NewMotors(cfg, &clock{})
-	tw, err := New(Config{Model: m, Layout: m.Layout(), Threshold: map[string]float64{"angles": 0.1}, Buffer: 1 << 16})
-	if err != nil {
-		b.Fatal(err)
-	}
-	r := &bridge.TickRecord{State: bridge.Running, Measurement: make([]float64, 7), Given: make([]float64, 4), CommandApplied: true}
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		r.Deadline += 10_000_000
-		tw.RecordTick(r)
-		if i%(1<<15) == 0 {
-			b.StopTimer()
-			tw.drain()
-			b.StartTimer()
-		}
-	}
-}
-
-// BenchmarkTwinTick is the twin goroutine's cost of one tick of the
-// Emio-shaped model: step it, compare, command it.
-func BenchmarkTwinTick(b *testing.B) {
-	cfg := sim.DefaultEmio()
-	m, _ := sim.NewMotors(cfg, &clock{})
-	tw, err := New(Config{Model: m, Layout: m.Layout(), Threshold: map[string]float64{"angles": 0.1, "markers": 40}, Buffer: 2})
-	if err != nil {
-		b.Fatal(err)
-	}
-	r := &bridge.TickRecord{State: bridge.Running, Measurement: make([]float64, 7), Given: make([]float64, 4), CommandApplied: true}
-	b.ReportAllocs()
-	for b.Loop() {
-		r.Deadline += 10_000_000
-		r.Given[0] = math.Sin(float64(r.Deadline) / 1e9)
-		tw.RecordTick(r)
-		tw.drain()
 	}
 }

@@ -158,17 +158,33 @@ func (m *AZModel) Sync(measured []float64) error {
 	return nil
 }
 
-// InStep implements the twin's Follower: the scene's time in measured is
-// the model's, within half a step. A scene that made more or fewer
-// exchanges than the ticks (a post superseded, an exchange that failed)
-// is not.
-func (m *AZModel) InStep(measured []float64) bool {
+// Follow implements the twin's Follower: a scene whose time in measured
+// is not the model's made more or fewer exchanges than the ticks (a post
+// superseded, an exchange that failed, or one answered a tick late): the
+// model moves its time and angles by as many steps at the speeds last set,
+// so that a joint that slips still shows and a lost exchange does not.
+func (m *AZModel) Follow(measured []float64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for i, k := range m.cfg.Measure {
-		if k == 0 && i < len(measured) && m.have {
-			return math.Abs(measured[i]-m.reply[0]) < m.cfg.Step.Seconds()/2
+		if k != 0 || i >= len(measured) || !m.have || math.IsNaN(measured[i]) {
+			continue
 		}
+		dt := m.cfg.Step.Seconds()
+		steps := math.Round((measured[i] - m.reply[0]) / dt)
+		if steps == 0 || math.Abs(steps) > maxFollow {
+			return
+		}
+		m.t += steps * dt
+		m.reply[0] += steps * dt
+		for j := range m.q {
+			m.q[j] += m.v[j] * steps * dt
+			m.reply[j+1] += m.v[j] * steps * dt
+		}
+		return
 	}
-	return true
 }
+
+// maxFollow bounds the steps Follow moves by: a scene restarted or far off
+// is the twin's to find, not to follow.
+const maxFollow = 20

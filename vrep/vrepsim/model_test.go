@@ -66,18 +66,34 @@ func TestAZModelIsTheScene(t *testing.T) {
 	}
 }
 
-// The model is in step with a scene whose clock reads its own, and not
-// with one that made an exchange more.
-func TestAZModelInStep(t *testing.T) {
+// A scene that made an exchange fewer than the ticks (a post superseded)
+// is followed: the model moves back a step at the speeds last set, and
+// then answers as the scene does.
+func TestAZModelFollows(t *testing.T) {
 	m, err := NewAZModel(AZModelConfig{Step: 50 * time.Millisecond, Measure: []int{0, 1, 2}, Command: []int{0, 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.StepTo(0)
-	m.Command([]float64{1, 1})
-	m.StepTo(int64(50 * time.Millisecond))
-	m.Command([]float64{1, 1})
-	if !m.InStep([]float64{0.05, 0.05, 0.05}) || m.InStep([]float64{0.1, 0.1, 0.1}) {
-		t.Error("in step with the wrong scene time")
+	got := make([]float64, 3)
+	for k := range 4 {
+		m.StepTo(int64(k) * int64(50*time.Millisecond))
+		m.Command([]float64{1, 2})
+	}
+	m.StepTo(int64(4 * 50 * time.Millisecond))
+	m.Measure(got)
+	if math.Abs(got[0]-0.15) > 1e-9 || math.Abs(got[1]-0.15) > 1e-9 || math.Abs(got[2]-0.3) > 1e-9 {
+		t.Fatalf("after 4 exchanges: %v", got)
+	}
+	// The scene made 3: its answer is one step behind.
+	m.Follow([]float64{0.1, 0.1, 0.2})
+	m.Measure(got)
+	if math.Abs(got[0]-0.1) > 1e-9 || math.Abs(got[1]-0.1) > 1e-9 || math.Abs(got[2]-0.2) > 1e-9 {
+		t.Errorf("followed: %v, want the scene's [0.1 0.1 0.2]", got)
+	}
+	m.Command([]float64{1, 2})
+	m.StepTo(int64(5 * 50 * time.Millisecond))
+	m.Measure(got)
+	if math.Abs(got[0]-0.15) > 1e-9 || math.Abs(got[1]-0.15) > 1e-9 {
+		t.Errorf("the next answer %v, want the scene's time 0.15 and left angle 0.15", got)
 	}
 }
