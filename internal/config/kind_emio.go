@@ -15,7 +15,6 @@ import (
 	"github.com/labbridge/bridge/emio"
 	"github.com/labbridge/bridge/emio/camera"
 	"github.com/labbridge/bridge/emio/sim"
-	"github.com/labbridge/bridge/internal/shadow"
 	"github.com/labbridge/bridge/metrics"
 	"github.com/labbridge/bridge/plant"
 	"github.com/labbridge/bridge/realsense"
@@ -624,10 +623,10 @@ func (p *EmioPlant) twinThresholds() map[string]float64 {
 
 // twin implements twinned: the servos follow their goals at the profile
 // velocity, the markers the lab's model.
-func (p *EmioPlant) twin(b *builder) (shadow.Model, []string, func(shadow.Fault) string, error) {
+func (p *EmioPlant) twin(b *builder) (twinSpec, error) {
 	src, err := p.markerModel()
 	if err != nil {
-		return nil, nil, nil, err
+		return twinSpec{}, err
 	}
 	cfg := sim.MotorsConfig{Motors: len(p.IDs), MaxSpeed: emio.SpeedOf(int64(*p.ProfileVelocity)), Markers: *p.NbMarkers, Source: src}
 	var skip []string
@@ -639,8 +638,8 @@ func (p *EmioPlant) twin(b *builder) (shadow.Model, []string, func(shadow.Fault)
 	}
 	m, err := sim.NewMotors(cfg, b.env.Clock)
 	if err != nil {
-		return nil, nil, nil, err
+		return twinSpec{}, err
 	}
 	ids := p.servoConfig(b.link).IDs
-	return m, skip, emioWords(ids), nil
+	return twinSpec{model: m, skip: skip, words: emioWords(ids)}, nil
 }

@@ -318,20 +318,21 @@ func (p *Meca500Plant) twinThresholds() map[string]float64 {
 }
 
 // twin implements twinned: the arm's motion without its wire.
-func (p *Meca500Plant) twin(*builder) (shadow.Model, []string, func(shadow.Fault) string, error) {
+func (p *Meca500Plant) twin(*builder) (twinSpec, error) {
 	lay := p.Layout()
 	var init [6]float64
 	copy(init[:], p.Sim.Initial)
 	m, err := mecasim.NewModel(mecasim.ModelConfig{Cartesian: p.mode == meca500.CartesianVelocity, Pose: *p.Pose,
 		VelTimeout: p.VelTimeout.Duration, MeasureLen: lay.MeasureLen(), Initial: init})
 	if err != nil {
-		return nil, nil, nil, err
+		return twinSpec{}, err
 	}
-	return m, []string{"status", "error", "age"}, func(f shadow.Fault) string {
+	// The joints integrate the velocities: what a payload cost stays.
+	return twinSpec{model: m, skip: []string{"status", "error", "age"}, integrating: []string{"joints", "pose"}, words: func(f shadow.Fault) string {
 		d := f.Last
 		if f.Ended {
 			d = f.Size
 		}
 		return meca500.DescribeDivergence(f.Field, f.Index, d, f.Size, f.For)
-	}, nil
+	}}, nil
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/labbridge/bridge/bridge"
 	"github.com/labbridge/bridge/emio"
 	"github.com/labbridge/bridge/emio/sim"
-	"github.com/labbridge/bridge/internal/shadow"
 	"github.com/labbridge/bridge/plant"
 )
 
@@ -185,10 +184,10 @@ func validateFinite(v *validator, key string, vs []float64) {
 func (p *SimPlant) twinThresholds() map[string]float64 { return emio.TwinThresholds(*p.NbMarkers > 0) }
 
 // twin implements twinned: the same motors, in memory.
-func (p *SimPlant) twin(b *builder) (shadow.Model, []string, func(shadow.Fault) string, error) {
+func (p *SimPlant) twin(b *builder) (twinSpec, error) {
 	m, err := sim.NewMotors(p.motorsConfig(), b.env.Clock)
 	if err != nil {
-		return nil, nil, nil, err
+		return twinSpec{}, err
 	}
-	return m, nil, emioWords(nil), nil
+	return twinSpec{model: m, words: emioWords(nil)}, nil
 }

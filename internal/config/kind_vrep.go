@@ -366,7 +366,7 @@ func (p *VREPPlant) twinThresholds() map[string]float64 {
 
 // twin implements twinned: the AZ scene without its socket, stepping
 // [link.plant.sim] step per exchange (V-REP's 50 ms by default).
-func (p *VREPPlant) twin(*builder) (shadow.Model, []string, func(shadow.Fault) string, error) {
+func (p *VREPPlant) twin(*builder) (twinSpec, error) {
 	cfg := vrepsim.AZModelConfig{Step: p.Sim.Step.Duration, VelTimeout: p.VelTimeout.Duration}
 	var angles []string
 	for _, n := range p.Measure {
@@ -380,7 +380,7 @@ func (p *VREPPlant) twin(*builder) (shadow.Model, []string, func(shadow.Fault) s
 	}
 	m, err := vrepsim.NewAZModel(cfg)
 	if err != nil {
-		return nil, nil, nil, err
+		return twinSpec{}, err
 	}
 	// The scene's clock counts exchanges, not the robot: a superseded or
 	// failed exchange moves it, and nothing is wrong with the robot.
@@ -388,7 +388,8 @@ func (p *VREPPlant) twin(*builder) (shadow.Model, []string, func(shadow.Fault) s
 	if slices.Contains(p.Measure, vrep.SimTime) {
 		skip = []string{"sim_time"}
 	}
-	return m, skip, func(f shadow.Fault) string {
+	// The angles integrate the speeds: what a slip cost stays.
+	return twinSpec{model: m, skip: skip, integrating: []string{"angles"}, words: func(f shadow.Fault) string {
 		name := fmt.Sprintf("%s %d", f.Field, f.Index)
 		if f.Field == "angles" && f.Index >= 1 && f.Index <= len(angles) {
 			name = angles[f.Index-1]
@@ -398,5 +399,5 @@ func (p *VREPPlant) twin(*builder) (shadow.Model, []string, func(shadow.Fault) s
 			d = f.Size
 		}
 		return vrep.DescribeDivergence(name, d, f.Size, f.For)
-	}, nil
+	}}, nil
 }

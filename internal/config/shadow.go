@@ -39,9 +39,17 @@ type twinned interface {
 	// no model for the plant as configured.
 	twinThresholds() map[string]float64
 	// twin builds the model (it starts where the real plant is: the twin
-	// puts it there) and says which measured fields it does not predict
-	// and what a fault means in a lab's words.
-	twin(b *builder) (m shadow.Model, skip []string, words func(shadow.Fault) string, err error)
+	// puts it there) and says which measured fields it does not predict,
+	// which integrate the commands, and what a fault means in a lab's
+	// words.
+	twin(b *builder) (twinSpec, error)
+}
+
+// twinSpec is what a kind gives its twin (shadow.Config's fields).
+type twinSpec struct {
+	model             shadow.Model
+	skip, integrating []string
+	words             func(shadow.Fault) string
 }
 
 // hasTwin: the plant's kind, as configured, has a model.
@@ -123,12 +131,12 @@ func (l *LinkTable) validateShadow(v *validator) {
 // newTwin builds the link's shadow twin and its fault probe.
 func (l *LinkTable) newTwin(b *builder, out bridge.TickRecorder) (*shadow.Twin, fault.Probe, error) {
 	tw := l.Plant.(twinned)
-	m, skip, words, err := tw.twin(b)
+	spec, err := tw.twin(b)
 	if err != nil {
 		return nil, fault.Probe{}, fmt.Errorf("shadow twin: %w", err)
 	}
-	t, err := shadow.New(shadow.Config{Model: m, Layout: l.Plant.Layout(), Threshold: l.Shadow.Threshold,
-		Hold: l.Shadow.Hold.Duration, Clear: l.Shadow.Clear.Duration, Skip: skip, Words: words, Out: out})
+	t, err := shadow.New(shadow.Config{Model: spec.model, Layout: l.Plant.Layout(), Threshold: l.Shadow.Threshold,
+		Hold: l.Shadow.Hold.Duration, Clear: l.Shadow.Clear.Duration, Skip: spec.skip, Integrating: spec.integrating, Words: spec.words, Out: out})
 	if err != nil {
 		return nil, fault.Probe{}, err
 	}

@@ -60,6 +60,12 @@ type Config struct {
 	// Clear is how long a value must be back with the model to end its
 	// fault (0: Hold).
 	Clear time.Duration
+	// Integrating names measured fields that integrate the commands (a
+	// wheel's angle): what a fault lost stays lost, so such a fault also
+	// ends once its divergence has stopped growing (moved by less than a
+	// tenth of the threshold) for Clear; a value that goes on leaving the
+	// model (a wheel that still slips) keeps it.
+	Integrating []string
 	// Skip names measured fields the model does not predict (an Emio's
 	// markers without a marker model): never compared, their divergence NaN.
 	Skip []string
@@ -128,6 +134,7 @@ type Twin struct {
 	units []string
 	thr   []float64 // NaN: not watched
 	skip  []bool    // not predicted by the model: never compared
+	integ []bool    // integrates the commands (Config.Integrating)
 
 	ring       []tick
 	head, tail atomic.Uint64 // written by RecordTick, by Serve
@@ -140,6 +147,10 @@ type Twin struct {
 	synced  bool
 	overAt  []int64 // per value: when it went past its threshold, 0 if not
 	underAt []int64 // per firing value: when it came back under, 0 if not
+	// Per firing integrating value: the divergence it has kept within a
+	// tenth of its threshold since steadyAt.
+	steady   []float64
+	steadyAt []int64
 	size    []float64
 	firing  []bool
 	resync  atomic.Bool
@@ -175,6 +186,7 @@ func New(cfg Config) (*Twin, error) {
 	}
 	t := &Twin{cfg: cfg, wake: make(chan struct{}, 1), ring: make([]tick, cfg.Buffer),
 		pred: make([]float64, m), last: make([]float64, c), overAt: make([]int64, m), underAt: make([]int64, m), size: make([]float64, m),
+		steady: make([]float64, m), steadyAt: make([]int64, m),
 		firing: make([]bool, m), div: make([]float64, m), maxDiv: make([]float64, m)}
 	for i := range t.ring {
 		t.ring[i] = tick{measured: make([]float64, m), command: make([]float64, c)}
@@ -193,6 +205,7 @@ func New(cfg Config) (*Twin, error) {
 		for i := range f.Len {
 			t.names, t.index, t.units, t.thr = append(t.names, f.Name), append(t.index, i+1), append(t.units, f.Unit), append(t.thr, thr)
 			t.skip = append(t.skip, skip)
+			t.integ = append(t.integ, slices.Contains(cfg.Integrating, f.Name))
 		}
 	}
 	for name := range cfg.Threshold {
@@ -341,17 +354,25 @@ func (t *Twin) watch(j int, d float64, at int64) {
 	if t.firing[j] {
 		f := t.fault(j)
 		f.Size, f.Last = t.size[j], d
+		stopped := false
+		if t.integ[j] {
+			if t.steadyAt[j] == 0 || !(math.Abs(d-t.steady[j]) <= thr/10) {
+				t.steady[j], t.steadyAt[j] = d, at
+			}
+			stopped = time.Duration(at-t.steadyAt[j]) >= t.cfg.Clear
+		}
 		switch {
-		case over:
+		case over && !stopped:
 			t.underAt[j] = 0
 			f.For = time.Duration(at - t.overAt[j])
-		case t.underAt[j] == 0:
+		case !over && t.underAt[j] == 0:
 			t.underAt[j] = at
-		case time.Duration(at-t.underAt[j]) >= t.cfg.Clear:
-			// Back with the model for the hold time too: the fault ends,
-			// and the model goes back on the real state.
+		case stopped || time.Duration(at-t.underAt[j]) >= t.cfg.Clear:
+			// Back with the model for the clear time, or an offset
+			// that no longer grows: the fault ends, and the model goes
+			// back on the real state.
 			f.Ended, t.firing[j] = true, false
-			t.overAt[j], t.underAt[j] = 0, 0
+			t.overAt[j], t.underAt[j], t.steadyAt[j] = 0, 0, 0
 			t.resync.Store(true)
 		}
 		return

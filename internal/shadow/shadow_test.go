@@ -11,6 +11,7 @@ import (
 	"github.com/labbridge/bridge/bridge"
 	"github.com/labbridge/bridge/emio/sim"
 	"github.com/labbridge/bridge/internal/testutil"
+	"github.com/labbridge/bridge/plant"
 	"github.com/labbridge/bridge/realtime"
 	"github.com/labbridge/bridge/simulink"
 )
@@ -303,6 +304,64 @@ func TestTwinFollowerRealigns(t *testing.T) {
 		tw.Snapshot(&s)
 		if len(s.Faults) != tc.faults {
 			t.Errorf("follows %v: faults %v, want %d", tc.follows, s.Faults, tc.faults)
+		}
+	}
+}
+
+// wheel is a joint that integrates its speed on the tick times it is told,
+// at gain of it.
+type wheel struct {
+	q, v, gain float64
+	at         int64
+}
+
+func (w *wheel) MeasureLen() int             { return 1 }
+func (w *wheel) CommandLen() int             { return 1 }
+func (w *wheel) Measure(d []float64) error   { d[0] = w.q; return nil }
+func (w *wheel) Command(u []float64) error   { w.v = u[0]; return nil }
+func (w *wheel) Halt(plant.HaltPolicy) error { w.v = 0; return nil }
+func (w *wheel) Sync(m []float64) error      { w.q = m[0]; return nil }
+func (w *wheel) Layout() plant.Layout {
+	return plant.Layout{Measure: []plant.Field{{Name: "angles", Unit: "rad", Len: 1}}, Command: []plant.Field{{Name: "speeds", Unit: "rad/s", Len: 1}}}
+}
+func (w *wheel) StepTo(at int64) {
+	if w.at != 0 {
+		w.q += w.v * w.gain * float64(at-w.at) / 1e9
+	}
+	w.at = at
+}
+
+// A wheel that slipped for a while keeps what it lost: its fault ends
+// once the divergence stops growing, for an integrating field; a wheel
+// that still slips keeps its fault.
+func TestTwinIntegratingFaultEnds(t *testing.T) {
+	for _, tc := range []struct {
+		slipFor int // ticks of 10 ms
+		ended   bool
+	}{{100, true}, {600, false}} {
+		real, model := &wheel{gain: 1}, &wheel{gain: 1}
+		tw, err := New(Config{Model: model, Layout: model.Layout(), Threshold: map[string]float64{"angles": 0.2}, Hold: 300 * time.Millisecond,
+			Clear: time.Second, Integrating: []string{"angles"}, Buffer: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		meas, u := []float64{0}, []float64{1}
+		for k := 1; k <= 700; k++ {
+			at := int64(k) * 10_000_000
+			real.gain = 1
+			if k > 50 && k <= 50+tc.slipFor {
+				real.gain = 0.3
+			}
+			real.StepTo(at)
+			real.Measure(meas)
+			tw.RecordTick(&bridge.TickRecord{State: bridge.Running, Deadline: at, Measurement: meas, Given: u, CommandApplied: true})
+			real.Command(u)
+			tw.drain()
+		}
+		var s Snapshot
+		tw.Snapshot(&s)
+		if len(s.Faults) != 1 || s.Faults[0].Ended != tc.ended {
+			t.Errorf("slipping for %d ticks: faults %v, want one, ended %v", tc.slipFor, s.Faults, tc.ended)
 		}
 	}
 }
