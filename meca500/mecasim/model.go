@@ -40,6 +40,10 @@ type Model struct {
 	until     int64 // the velocity's end
 	now, last int64
 	stepped   bool
+	// seen are the robot's pose angles last shown (Follow): the model's are
+	// given within 180° of them, the same orientation.
+	seen     [3]float64
+	haveSeen bool
 }
 
 // NewModel returns the model at cfg.Initial, at rest.
@@ -116,9 +120,32 @@ func (m *Model) Measure(dst []float64) error {
 	copy(dst, m.q[:])
 	if m.cfg.Pose {
 		p := poseOf(forward(m.q))
+		if m.haveSeen {
+			// An angle and the same plus 360° are one orientation: a
+			// wrap at ±180° is no divergence.
+			for i := range m.seen {
+				p[3+i] += 360 * math.Round((m.seen[i]-p[3+i])/360)
+			}
+		}
 		copy(dst[6:], p[:])
 	}
 	return nil
+}
+
+// Follow implements the twin's Follower: the robot's pose angles, which
+// the model's are given beside.
+func (m *Model) Follow(measured []float64) {
+	if !m.cfg.Pose || len(measured) < 12 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := range m.seen {
+		if x := measured[9+i]; !math.IsNaN(x) && !math.IsInf(x, 0) {
+			m.seen[i] = x
+		}
+	}
+	m.haveSeen = true
 }
 
 // Command implements plant.Plant: a velocity, until the timeout or the

@@ -2,6 +2,7 @@ package mecasim
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -73,6 +74,29 @@ func TestPayloadSlowsTheArm(t *testing.T) {
 	for _, bad := range []string{"0", "101", "x"} {
 		if _, err := r.Control([]string{"payload", bad}); err == nil {
 			t.Errorf("payload %s accepted", bad)
+		}
+	}
+}
+
+// Shown the robot's pose, the model gives its angles beside them: −179°
+// and 181° are one orientation, no divergence.
+func TestModelFollowsThePoseAngles(t *testing.T) {
+	m, err := NewModel(ModelConfig{Pose: true, MeasureLen: 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := make([]float64, 12)
+	m.StepTo(0)
+	m.Measure(y)
+	real := slices.Clone(y)
+	for i := 9; i < 12; i++ {
+		real[i] += 360
+	}
+	m.Follow(real)
+	m.Measure(y)
+	for i := 9; i < 12; i++ {
+		if math.Abs(y[i]-real[i]) > 1e-9 {
+			t.Errorf("pose angle %d: model %v, robot %v", i-8, y[i], real[i])
 		}
 	}
 }
