@@ -98,17 +98,21 @@ type (
 	linkView struct {
 		ID, Name, File, Rate, Brief string
 		Problems                    bool
-		General, Timing, Integrity  []kv
-		Statuses                    []count
-		Timeline, Lateness, Reply   figure
-		Deviation                   figure
-		Meas, Cmd                   []figure
-		Lost                        int64
-		NGaps                       int
-		Gaps                        []gapRow
-		Changes                     []changeRow
-		MoreChanges                 int
-		Warnings                    []string
+		// Twin: the stream of a link's shadow twin (LINK_shadow, no
+		// command): its measurement is robot − model.
+		Twin                       bool
+		TwinOf                     string
+		General, Timing, Integrity []kv
+		Statuses                   []count
+		Timeline, Lateness, Reply  figure
+		Deviation                  figure
+		Meas, Cmd                  []figure
+		Lost                       int64
+		NGaps                      int
+		Gaps                       []gapRow
+		Changes                    []changeRow
+		MoreChanges                int
+		Warnings                   []string
 	}
 )
 
@@ -149,6 +153,12 @@ func (r *Report) linkView(i int) (*linkView, error) {
 	}
 	v.Problems = s.Lost > 0 || s.Timeouts() > 0 || s.Status[3] > 0 || s.Overrun > 0
 	v.Brief = fmt.Sprintf("%s · lost %d · timeouts %d", fmtSeconds(s.Duration), s.Lost, s.Timeouts())
+	if of, ok := strings.CutSuffix(l.Name, TwinSuffix); ok && of != "" && len(l.Cmd) == 0 {
+		// A shadow twin's stream: no exchange of its own to time.
+		v.Twin, v.TwinOf = true, of
+		v.Problems = s.Lost > 0
+		v.Brief = fmt.Sprintf("%s · robot − model of %s", fmtSeconds(s.Duration), of)
+	}
 	pct := func(n int) string {
 		if s.Rows == 0 {
 			return ""
@@ -345,6 +355,13 @@ var page = template.Must(template.New("page").Parse(`{{template "head" .}}
 {{range .Links}}<section class="link" id="{{.ID}}">
 <h2>{{.Name}}{{if .Rate}}<span class="rate">{{.Rate}}</span>{{end}}</h2>
 <div class="file">{{.File}}</div>
+{{if .Twin}}<p class="lead">The shadow twin of <b>{{.TwinOf}}</b>: per measured value, the robot's measurement less its model's, on each tick the twin compared (docs/architecture.md "The shadow twin"). Zero is a robot that does what its model does.</p>
+<div class="tables">
+<table class="kv"><caption>Recording</caption>{{range .General}}<tr><th>{{.Key}}</th><td{{if .Bad}} class="bad"{{end}}>{{.Value}}</td></tr>{{end}}</table>
+</div>
+<h3>Robot − model</h3>
+{{if .Meas}}<div class="grid">{{range .Meas}}{{template "fig" .}}{{end}}</div>{{else}}<div class="empty">no measurement columns</div>{{end}}
+{{else}}
 <div class="tables">
 <table class="kv"><caption>Recording</caption>{{range .General}}<tr><th>{{.Key}}</th><td{{if .Bad}} class="bad"{{end}}>{{.Value}}</td></tr>{{end}}</table>
 <table class="kv"><caption>Timing</caption>{{range .Timing}}<tr><th>{{.Key}}</th><td{{if .Bad}} class="bad"{{end}}>{{.Value}}</td></tr>{{end}}</table>
@@ -370,6 +387,7 @@ var page = template.Must(template.New("page").Parse(`{{template "head" .}}
 {{if .Changes}}<table class="list"><tr><th>at (s)</th><th>from</th><th>to</th></tr>{{range .Changes}}<tr><td>{{.At}}</td><td>{{.From}}</td><td>{{.To}}</td></tr>{{end}}</table>{{if .MoreChanges}}<p class="note">… and {{.MoreChanges}} more</p>{{end}}{{else}}<p class="lead">The state did not change.</p>{{end}}
 </div>
 </div>
+{{end}}
 </section>
 {{end}}</div></main>
 <footer>bridge report · rows as bridge record wrote them (docs/tap.md §5) · percentiles are nearest-rank</footer>
@@ -386,3 +404,8 @@ var page = template.Must(template.New("page").Parse(`{{template "head" .}}
 </head>{{end}}
 {{define "fig"}}<figure><figcaption><b>{{.Title}}</b>{{range .Legend}}<span class="legend"><i class="{{.Kind}}" style="{{if eq .Kind "band"}}background{{else}}border-color{{end}}:{{.Color}}"></i>{{.Label}}</span>{{end}}</figcaption>{{if .Note}}<p class="note">{{.Note}}</p>{{end}}{{if .Empty}}<div class="empty">{{.Empty}}</div>{{else}}{{.SVG}}{{end}}</figure>{{end}}
 `))
+
+// TwinSuffix ends the name of a shadow twin's stream in a recording: the
+// twin's tap names itself LINK.shadow, which bridge record writes as
+// LINK_shadow (a name of letters, digits and '_').
+const TwinSuffix = "_shadow"

@@ -94,3 +94,41 @@ func TestComparison(t *testing.T) {
 		t.Errorf("%d plots, want 4 (two fields, overlay and difference)", got)
 	}
 }
+
+// A shadow twin's stream (LINK_shadow, no command) is shown as the twin of
+// its link: robot − model plotted, none of a link's timing or statuses.
+func TestTwinStream(t *testing.T) {
+	dir := t.TempDir()
+	links := []synthLink{
+		{name: "emio", rateHz: 30, seconds: 4, meas: []synthField{{"angles", "rad", 4}}, cmd: []synthField{{"angles", "rad", 4}}, replyUs: 200},
+		{name: "emio_shadow", rateHz: 30, seconds: 4, meas: []synthField{{"angles", "rad", 4}}},
+	}
+	rec, err := Open(writeRecording(t, dir, "run", links))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page bytes.Buffer
+	if err := Build(rec).WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	html := page.String()
+	i := strings.Index(html, `<h2>emio_shadow`)
+	if i < 0 {
+		t.Fatal("no section for the twin's stream")
+	}
+	twin := html[i:]
+	twin = twin[:strings.Index(twin, "</section>")]
+	for _, want := range []string{"The shadow twin of <b>emio</b>", "Robot − model", "angles (rad)"} {
+		if !strings.Contains(twin, want) {
+			t.Errorf("the twin's section lacks %q", want)
+		}
+	}
+	for _, not := range []string{"<caption>Timing</caption>", "Command received and applied", "<h3>Status</h3>"} {
+		if strings.Contains(twin, not) {
+			t.Errorf("the twin's section shows %q", not)
+		}
+	}
+	if !strings.Contains(html, "robot − model of emio") {
+		t.Error("the links' list does not say what the twin's stream is")
+	}
+}

@@ -151,9 +151,9 @@ type Twin struct {
 	// tenth of its threshold since steadyAt.
 	steady   []float64
 	steadyAt []int64
-	size    []float64
-	firing  []bool
-	resync  atomic.Bool
+	size     []float64
+	firing   []bool
+	resync   atomic.Bool
 
 	out bridge.TickRecord // what Out is handed; Serve's
 
