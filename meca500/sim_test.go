@@ -392,12 +392,28 @@ func TestHealthSaysWhich(t *testing.T) {
 		t.Fatalf("running: %v", err)
 	}
 	rig.robot.MotionError()
-	testutil.WaitFor(t, "the error", func() bool { err := rig.arm.Health(); return err != nil && strings.Contains(err.Error(), "error 3005") })
-	if err := rig.arm.Health(); strings.Contains(err.Error(), "unreachable") || !errors.Is(err, plant.ErrStopLatched) {
+	// A machine loaded past the silence timeout may lose the link (seen
+	// once under -race beside other race runs); reconnected, the bridge
+	// reads the robot in error with a code reported before it connected.
+	known := func(err error) bool { return strings.Contains(err.Error(), "error 3005") }
+	again := func(err error) bool { return strings.Contains(err.Error(), "reported before the bridge connected") }
+	testutil.WaitFor(t, "the error", func() bool {
+		err := rig.arm.Health()
+		if err != nil && strings.Contains(err.Error(), "unreachable") {
+			rig.arm.Reopen(context.Background()) // as the supervisor does
+			return false
+		}
+		return err != nil && (known(err) || again(err))
+	})
+	err := rig.arm.Health()
+	if strings.Contains(err.Error(), "unreachable") || !errors.Is(err, plant.ErrStopLatched) {
 		t.Errorf("in error: %v", err)
 	}
-	if on, detail := rig.arm.Stopped(); !on || !strings.Contains(detail, "3005") {
+	if on, detail := rig.arm.Stopped(); !on || known(err) && !strings.Contains(detail, "3005") {
 		t.Errorf("stopped: %v %q", on, detail)
+	}
+	if again(err) {
+		t.Logf("the link was lost and found again: %v", err)
 	}
 	rig.closed.Store(true)
 	rig.ln.Close()
