@@ -641,5 +641,11 @@ func (p *EmioPlant) twin(b *builder) (twinSpec, error) {
 		return twinSpec{}, err
 	}
 	ids := p.servoConfig(b.link).IDs
-	return twinSpec{model: m, skip: skip, words: emioWords(ids)}, nil
+	spec := twinSpec{model: m, skip: skip, words: emioWords(ids)}
+	// After a set-up the driver takes the goals to the command at
+	// rejoin_speed, which the model does not: those ticks are not compared.
+	if r, ok := b.built.Plant.(interface{ Rejoining() bool }); ok {
+		spec.settling = r.Rejoining
+	}
+	return spec, nil
 }

@@ -49,6 +49,7 @@ type twinned interface {
 type twinSpec struct {
 	model             shadow.Model
 	skip, integrating []string
+	settling          func() bool
 	words             func(shadow.Fault) string
 }
 
@@ -136,7 +137,7 @@ func (l *LinkTable) newTwin(b *builder, out bridge.TickRecorder) (*shadow.Twin, 
 		return nil, fault.Probe{}, fmt.Errorf("shadow twin: %w", err)
 	}
 	t, err := shadow.New(shadow.Config{Model: spec.model, Layout: l.Plant.Layout(), Threshold: l.Shadow.Threshold,
-		Hold: l.Shadow.Hold.Duration, Clear: l.Shadow.Clear.Duration, Skip: spec.skip, Integrating: spec.integrating, Words: spec.words, Out: out})
+		Hold: l.Shadow.Hold.Duration, Clear: l.Shadow.Clear.Duration, Skip: spec.skip, Integrating: spec.integrating, Settling: spec.settling, Words: spec.words, Out: out})
 	if err != nil {
 		return nil, fault.Probe{}, err
 	}

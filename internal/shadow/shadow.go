@@ -66,6 +66,11 @@ type Config struct {
 	// tenth of the threshold) for Clear; a value that goes on leaving the
 	// model (a wheel that still slips) keeps it.
 	Integrating []string
+	// Settling, if set, says the real plant is moving by itself toward its
+	// command (an Emio's servos rejoining it at a bounded speed after a
+	// set-up, a power cycle or a resume): its ticks are not compared, and
+	// the model starts again from the real state after.
+	Settling func() bool
 	// Skip names measured fields the model does not predict (an Emio's
 	// markers without a marker model): never compared, their divergence NaN.
 	Skip []string
@@ -271,7 +276,7 @@ func (t *Twin) drain() {
 func (t *Twin) step(s *tick) {
 	m := t.cfg.Model
 	m.StepTo(s.at)
-	if !s.fresh {
+	if !s.fresh || t.cfg.Settling != nil && t.cfg.Settling() {
 		// A device down: nothing real to compare with; start again from
 		// the real state when it is back.
 		t.synced = false

@@ -365,3 +365,28 @@ func TestTwinIntegratingFaultEnds(t *testing.T) {
 		}
 	}
 }
+
+// While the real plant settles by itself (an Emio's servos rejoining
+// their command), its ticks are not compared, and the model starts again
+// from the real state after.
+func TestTwinWaitsWhileSettling(t *testing.T) {
+	real, tw := newTwin(t)
+	settling := true
+	tw.cfg.Settling = func() bool { return settling }
+	// The real motor 2 is held away from its goal as a rejoin would.
+	q, g := make([]float64, 4), make([]float64, 4)
+	real.State(q, g)
+	real.on, real.held = true, q[1]
+	loop(t, real, tw, 0, 200)
+	var s Snapshot
+	tw.Snapshot(&s)
+	if s.Ticks != 0 || len(s.Faults) != 0 {
+		t.Fatalf("while settling: %d ticks compared, faults %v", s.Ticks, s.Faults)
+	}
+	settling, real.on = false, false
+	loop(t, real, tw, 200, 200)
+	tw.Snapshot(&s)
+	if s.Ticks != 200 || len(s.Faults) != 0 {
+		t.Errorf("after: %d ticks compared, faults %v", s.Ticks, s.Faults)
+	}
+}
