@@ -124,7 +124,11 @@ func (f PartnerFlags) Partner(listen, accept, replyTo netip.AddrPort, logger *sl
 	var spec simulink.ControllerSpec
 	var err error
 	if f.Config != "" {
-		l, err := LoadLink(f.Config, f.Link)
+		c, err := LoadFile(f.Config)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		l, err := c.Link(f.Link)
 		if err != nil {
 			return nil, nil, "", err
 		}

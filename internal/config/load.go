@@ -33,16 +33,6 @@ func (s Service) Level() slog.Level {
 	return level
 }
 
-// LoadLink reads the configuration at path and returns its link called
-// name, or its first link with name "".
-func LoadLink(path, name string) (*LinkTable, error) {
-	c, err := LoadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return c.Link(name)
-}
-
 // Link returns the link called name, or the first with name "".
 func (c *Config) Link(name string) (*LinkTable, error) {
 	for i := range c.Links {
