@@ -274,7 +274,7 @@ func (l *LinkTable) Build(env Env) (bb *Built, err error) {
 		if l.Tap.Address != "" {
 			// The twin's divergence beside the link's ticks, as a stream of
 			// its own: bridge record writes it as LINK_shadow.
-			tt, err := l.newTap(env, built.Layout, ".shadow")
+			tt, err := l.newTap(env, built.Layout, payload.TwinSuffix)
 			if err != nil {
 				return nil, err
 			}
@@ -348,7 +348,7 @@ func (l *LinkTable) descriptor(layout plant.Layout) payload.Descriptor {
 
 // newTap makes the link's telemetry tap: its descriptor names the link and
 // every value of the layout (docs/tap.md §4). A suffix makes the tap of a
-// stream beside the link's (".shadow": the twin's divergence per measured
+// stream beside the link's (payload.TwinSuffix: the twin's divergence per measured
 // value, no command).
 func (l *LinkTable) newTap(env Env, layout plant.Layout, suffix string) (*tap.Tap, error) {
 	d := l.descriptor(layout)

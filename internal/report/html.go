@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"codeberg.org/go-fonts/liberation/liberationsansregular"
+
+	"github.com/labbridge/bridge/tap/payload"
 )
 
 // A Report is a recording with its links' statistics.
@@ -153,7 +155,7 @@ func (r *Report) linkView(i int) (*linkView, error) {
 	}
 	v.Problems = s.Lost > 0 || s.Timeouts() > 0 || s.Status[3] > 0 || s.Overrun > 0
 	v.Brief = fmt.Sprintf("%s · lost %d · timeouts %d", fmtSeconds(s.Duration), s.Lost, s.Timeouts())
-	if of, ok := strings.CutSuffix(l.Name, TwinSuffix); ok && of != "" && len(l.Cmd) == 0 {
+	if of, ok := payload.TwinOf(l.Name); ok && len(l.Cmd) == 0 {
 		// A shadow twin's stream: no exchange of its own to time.
 		v.Twin, v.TwinOf = true, of
 		v.Problems = s.Lost > 0
@@ -404,8 +406,3 @@ var page = template.Must(template.New("page").Parse(`{{template "head" .}}
 </head>{{end}}
 {{define "fig"}}<figure><figcaption><b>{{.Title}}</b>{{range .Legend}}<span class="legend"><i class="{{.Kind}}" style="{{if eq .Kind "band"}}background{{else}}border-color{{end}}:{{.Color}}"></i>{{.Label}}</span>{{end}}</figcaption>{{if .Note}}<p class="note">{{.Note}}</p>{{end}}{{if .Empty}}<div class="empty">{{.Empty}}</div>{{else}}{{.SVG}}{{end}}</figure>{{end}}
 `))
-
-// TwinSuffix ends the name of a shadow twin's stream in a recording: the
-// twin's tap names itself LINK.shadow, which bridge record writes as
-// LINK_shadow (a name of letters, digits and '_').
-const TwinSuffix = "_shadow"

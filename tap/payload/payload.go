@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // Version is the payload version this package writes and reads
@@ -322,4 +323,22 @@ func (d *Descriptor) check(m, c int) error {
 		return fmt.Errorf("%w: fields of %d and %d values for vectors of %d and %d", ErrDescriptor, sm, sc, m, c)
 	}
 	return nil
+}
+
+// TwinSuffix ends the link name of a shadow twin's stream: the twin of
+// link "emio" sends as "emio.shadow", its divergence per measured value
+// and no command. A recording names the stream's file after the name's
+// identifier, "emio_shadow" ('.' written '_'); TwinOf reads both.
+const TwinSuffix = ".shadow"
+
+// TwinOf returns the link whose shadow twin's stream is named name, as
+// sent (LINK.shadow) or as recorded (LINK_shadow), and false for any other
+// stream.
+func TwinOf(name string) (string, bool) {
+	for _, suffix := range [...]string{TwinSuffix, "_" + TwinSuffix[1:]} {
+		if link, ok := strings.CutSuffix(name, suffix); ok && link != "" {
+			return link, true
+		}
+	}
+	return "", false
 }

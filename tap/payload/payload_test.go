@@ -190,3 +190,22 @@ func FuzzUnmarshal(f *testing.F) {
 		}
 	})
 }
+
+func TestTwinOf(t *testing.T) {
+	for _, c := range []struct {
+		name, link string
+		ok         bool
+	}{
+		{"emio" + TwinSuffix, "emio", true},
+		{"emio_shadow", "emio", true}, // as bridge record names its file
+		{"arm_2.shadow", "arm_2", true},
+		{"emio", "", false},
+		{".shadow", "", false},
+		{"_shadow", "", false},
+		{"emio.shadows", "", false},
+	} {
+		if link, ok := TwinOf(c.name); link != c.link || ok != c.ok {
+			t.Errorf("TwinOf(%q) = %q, %v; want %q, %v", c.name, link, ok, c.link, c.ok)
+		}
+	}
+}
