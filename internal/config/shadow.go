@@ -141,18 +141,12 @@ func (l *LinkTable) newTwin(b *builder, out bridge.TickRecorder) (*shadow.Twin, 
 	if err != nil {
 		return nil, fault.Probe{}, err
 	}
-	var snap shadow.Snapshot
+	var open []string
 	probe := fault.Probe{
 		Name: "shadow_divergence", Title: "the robot does not do what its model does",
 		Advice: "look at the robot: a jammed joint, an occluded marker, a load it was not built for; the twin follows the robot again once it is back with the model",
 		Level: func() (bool, string) {
-			t.Snapshot(&snap)
-			var open []string
-			for _, f := range snap.Faults {
-				if !f.Ended {
-					open = append(open, f.Message)
-				}
-			}
+			open = t.Open(open[:0]) // the watcher polls from one goroutine
 			return len(open) > 0, strings.Join(open, "; ")
 		},
 	}
@@ -186,7 +180,7 @@ func twinReading(t *shadow.Twin) func(*metrics.ShadowReading) {
 	var snap shadow.Snapshot
 	_, _, _, modelled := t.Fields()
 	return func(r *metrics.ShadowReading) {
-		t.Snapshot(&snap) // the collector serialises its reads
+		t.Divergences(&snap) // the collector serialises its reads
 		r.Divergence = append(r.Divergence[:0], snap.Divergence...)
 		r.MaxAbs = append(r.MaxAbs[:0], snap.MaxAbs...)
 		for j, m := range modelled {

@@ -416,17 +416,47 @@ type Snapshot struct {
 func (t *Twin) Snapshot(s *Snapshot) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.divergences(s)
+	s.Faults = append(s.Faults[:0], t.faults...)
+	for i := range s.Faults {
+		s.Faults[i].Message = t.words(s.Faults[i])
+	}
+}
+
+// Divergences copies the twin's numbers into s (the tick counts, and the
+// last divergence and its largest magnitude per measured value) and leaves
+// s.Faults as it is: what a scrape reads, with no fault copied or worded.
+func (t *Twin) Divergences(s *Snapshot) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.divergences(s)
+}
+
+func (t *Twin) divergences(s *Snapshot) {
 	s.Ticks, s.Dropped = t.ticks, t.dropped.Load()
 	s.Divergence = append(s.Divergence[:0], t.div...)
 	s.MaxAbs = append(s.MaxAbs[:0], t.maxDiv...)
-	s.Faults = append(s.Faults[:0], t.faults...)
-	for i := range s.Faults {
-		if f := &s.Faults[i]; t.cfg.Words != nil {
-			f.Message = t.cfg.Words(*f)
-		} else {
-			f.Message = f.String()
+}
+
+// Open appends to dst the words of every fault that has not ended, oldest
+// first: what the link's fault probe reports.
+func (t *Twin) Open(dst []string) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, f := range t.faults {
+		if !f.Ended {
+			dst = append(dst, t.words(f))
 		}
 	}
+	return dst
+}
+
+// words says f in the link's words (Config.Words), else as Fault.String.
+func (t *Twin) words(f Fault) string {
+	if t.cfg.Words != nil {
+		return t.cfg.Words(f)
+	}
+	return f.String()
 }
 
 // Fields are the measured values as the twin names them, in measurement

@@ -123,11 +123,22 @@ func TestTwinStuckServo(t *testing.T) {
 		t.Errorf("detected %v after the servo stuck", detected)
 	}
 	t.Logf("stuck at tick 100, detected %v later: %s", detected, f)
+	if open := tw.Open(nil); len(open) != 1 || open[0] != f.Message || open[0] != f.String() {
+		t.Errorf("Open = %q, want the open fault's words %q", open, f.Message)
+	}
+	d := Snapshot{Faults: []Fault{{Field: "kept"}}}
+	tw.Divergences(&d)
+	if d.Ticks != s.Ticks || !slices.Equal(d.Divergence, s.Divergence) || !slices.Equal(d.MaxAbs, s.MaxAbs) || len(d.Faults) != 1 || d.Faults[0].Field != "kept" {
+		t.Errorf("Divergences = %+v, want Snapshot's numbers %+v and the faults left alone", d, s)
+	}
 	real.on = false
 	loop(t, real, tw, 400, 300)
 	tw.Snapshot(&s)
 	if len(s.Faults) != 1 || !s.Faults[0].Ended || !strings.Contains(s.Faults[0].String(), "diverged") {
 		t.Fatalf("after the servo was freed: %v", s.Faults)
+	}
+	if open := tw.Open(nil); len(open) != 0 {
+		t.Errorf("Open after the fault ended = %q", open)
 	}
 	for j, d := range s.Divergence {
 		if math.Abs(d) > 1e-9 {
