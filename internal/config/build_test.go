@@ -33,6 +33,28 @@ func parseDefault(t *testing.T, edit func(*LinkTable, *EmioPlant)) *Config {
 // serveBuilt runs one built link under a supervisor until the test ends.
 func serveBuilt(t *testing.T, b *Built) *bridge.Supervisor {
 	t.Helper()
+	sup, stop := startBuilt(t, b)
+	t.Cleanup(func() {
+		// A test's simulated device may stop before the bridge (cleanups
+		// run last first), so the halt cannot reach it: that outcome is
+		// the bridge package's to test, not a failure here.
+		if err := stop(); errors.Is(err, bridge.ErrHalt) {
+			t.Logf("stop: %v", err)
+		} else if err != nil {
+			t.Error(err)
+		}
+		if err := b.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return sup
+}
+
+// startBuilt serves b's link, its dependencies and its partner under a
+// supervisor; stop ends it as a signal does (its context ends) and returns
+// what Serve returned.
+func startBuilt(t *testing.T, b *Built) (*bridge.Supervisor, func() error) {
+	t.Helper()
 	sup := bridge.NewSupervisor(bridge.SupervisorConfig{Backoff: bridge.Backoff{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond, Factor: 2}, Seed: 1})
 	if err := sup.AddLink(b.Link, b.Observer(), b.Deps...); err != nil {
 		t.Fatal(err)
@@ -45,21 +67,7 @@ func serveBuilt(t *testing.T, b *Built) *bridge.Supervisor {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- sup.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		// A test's simulated device may stop before the bridge (cleanups
-		// run last first), so the halt cannot reach it: that outcome is
-		// the bridge package's to test, not a failure here.
-		if err := <-done; errors.Is(err, bridge.ErrHalt) {
-			t.Logf("stop: %v", err)
-		} else if err != nil {
-			t.Error(err)
-		}
-		if err := b.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return sup
+	return sup, func() error { cancel(); return <-done }
 }
 
 func testEnv(t *testing.T) Env {

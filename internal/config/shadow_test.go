@@ -6,9 +6,11 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/labbridge/bridge/bridge"
 	"github.com/labbridge/bridge/emio"
@@ -278,5 +280,48 @@ address = "` + conn.LocalAddr().String() + `"
 				t.Fatalf("%s = %q in %q", cols[i], v, row)
 			}
 		}
+	}
+}
+
+// The twin drives only its own model: a velocity-commanded robot stopped
+// with its twin running (what SIGINT, SIGTERM and SIGHUP do to the
+// supervisor: its context ends) is left stopped as without one, seen on
+// the device: the scene's last speeds are zero, and nothing is written to
+// it after that halt. With a fault open too.
+func TestShadowLeavesTheStopToTheLink(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		twin, faulty bool
+	}{{"no twin", false, false}, {"twin", true, false}, {"twin with a fault open", true, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := buildVREP(t, testEnv(t), func(l *LinkTable, _ *VREPPlant) { l.Shadow.Enabled = tc.twin })
+			if (b.Shadow != nil) != tc.twin {
+				t.Fatalf("twin built: %v, want %v", b.Shadow != nil, tc.twin)
+			}
+			_, stop := startBuilt(t, b)
+			defer b.Close()
+			world := b.VREP.World()
+			testutil.WaitFor(t, "the wheels turning under the partner's command", func() bool {
+				s := world.Snapshot()
+				return b.Link.State() == bridge.Running && (s.Speeds[0] != 0 || s.Speeds[1] != 0)
+			})
+			if tc.faulty {
+				if _, err := Control([]*Built{b}, strings.Fields("vrep slip 2 30")); err != nil {
+					t.Fatal(err)
+				}
+				testutil.WaitFor(t, "the slipping wheel found", func() bool { _, on := shadowFault(b); return on })
+			}
+			if err := stop(); err != nil {
+				t.Fatalf("stop: %v", err)
+			}
+			after := world.Snapshot()
+			if !slices.Equal(after.Speeds, []float64{0, 0}) {
+				t.Fatalf("the wheels' speeds after the stop: %v, want 0", after.Speeds)
+			}
+			time.Sleep(300 * time.Millisecond)
+			if later := world.Snapshot(); later.Steps != after.Steps || !slices.Equal(later.Speeds, []float64{0, 0}) {
+				t.Errorf("the scene was written to after the halt: %d steps then %d, speeds %v", after.Steps, later.Steps, later.Speeds)
+			}
+		})
 	}
 }
