@@ -98,7 +98,7 @@ type Arm struct {
 	obs    Observer
 	layout plant.Layout
 	limits [Joints][2]float64
-	speeds [Joints]float64 // the velocity caps of joint_position
+	law    PositionLaw // joint_position's controller
 
 	mu    sync.Mutex
 	st    state
@@ -157,9 +157,7 @@ func New(cfg Config) (*Arm, error) {
 		wbuf:   make([]byte, 0, 512),
 		epoch:  time.Now(),
 	}
-	for i, v := range JointSpeeds() {
-		a.speeds[i] = v * cfg.SpeedFraction
-	}
+	a.law = NewPositionLaw(cfg)
 	a.view.init()
 	a.onMsg = a.handle
 	a.setNames()
@@ -335,12 +333,13 @@ func (a *Arm) Command(u []float64) error {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return fmt.Errorf("meca500: command value %d is %v: %w", i, x, ErrNotFinite)
 		}
-		x = math.Max(a.limits[i][0], math.Min(a.limits[i][1], x))
 		if a.cfg.Mode == JointPosition {
 			if !a.haveQ {
 				return nil // no joints yet to control from
 			}
-			x = clampAbs(a.cfg.Kp*(x-a.q[i]), a.speeds[i])
+			x = a.law.Velocity(i, x, a.q[i])
+		} else {
+			x = math.Max(a.limits[i][0], math.Min(a.limits[i][1], x))
 		}
 		a.v[i] = x
 	}

@@ -307,18 +307,14 @@ func (o relayObserver) BufferFull()                { o.r.BufferFull() }
 func (o relayObserver) Connected()                 { o.r.Connected() }
 func (o relayObserver) WatchdogRefreshed()         { o.r.WatchdogRefreshed() }
 
-// twinThresholds implements twinned: meca500's, for the velocity modes
-// (joint_position goes through the driver's P controller, which the model
-// does not run).
+// twinThresholds implements twinned: meca500's.
 func (p *Meca500Plant) twinThresholds() map[string]float64 {
-	if p.mode == meca500.JointPosition {
-		return nil
-	}
 	return meca500.TwinThresholds(*p.Pose)
 }
 
-// twin implements twinned: the arm's motion without its wire.
-func (p *Meca500Plant) twin(*builder) (twinSpec, error) {
+// twin implements twinned: the arm's motion without its wire; in
+// joint_position, under the driver's own controller (positionTwin).
+func (p *Meca500Plant) twin(b *builder) (twinSpec, error) {
 	lay := p.Layout()
 	var init [6]float64
 	copy(init[:], p.Sim.Initial)
@@ -327,12 +323,44 @@ func (p *Meca500Plant) twin(*builder) (twinSpec, error) {
 	if err != nil {
 		return twinSpec{}, err
 	}
-	// The joints integrate the velocities: what a payload cost stays.
-	return twinSpec{model: m, skip: []string{"status", "error", "age"}, integrating: []string{"joints", "pose"}, words: func(f shadow.Fault) string {
+	words := func(f shadow.Fault) string {
 		d := f.Last
 		if f.Ended {
 			d = f.Size
 		}
 		return meca500.DescribeDivergence(f.Field, f.Index, d, f.Size, f.For)
-	}}, nil
+	}
+	skip := []string{"status", "error", "age"}
+	if p.mode == meca500.JointPosition {
+		// The goals are held, not integrated: a slow arm lags the model
+		// while it moves and meets it at rest.
+		return twinSpec{model: &positionTwin{Model: m, law: meca500.NewPositionLaw(p.driverConfig(b.link)), meas: make([]float64, lay.MeasureLen())},
+			skip: skip, words: words}, nil
+	}
+	// The joints integrate the velocities: what a payload cost stays.
+	return twinSpec{model: m, skip: skip, integrating: []string{"joints", "pose"}, words: words}, nil
+}
+
+// positionTwin is a joint_position arm's model: each goal turned into
+// joint velocities by the driver's law (meca500.PositionLaw) from the
+// model's own joints, as the arm does from the robot's.
+type positionTwin struct {
+	*mecasim.Model
+	law  meca500.PositionLaw
+	meas []float64
+	v    [6]float64
+}
+
+// Command implements plant.Plant: six goal angles (°).
+func (t *positionTwin) Command(goal []float64) error {
+	if len(goal) != len(t.v) {
+		return fmt.Errorf("config: a Meca500 twin given %d goal angles, want %d", len(goal), len(t.v))
+	}
+	if err := t.Model.Measure(t.meas); err != nil {
+		return err
+	}
+	for i, g := range goal {
+		t.v[i] = t.law.Velocity(i, g, t.meas[i])
+	}
+	return t.Model.Command(t.v[:])
 }

@@ -134,10 +134,33 @@ func TestShadowFindsAHiddenMarker(t *testing.T) {
 // joints; a payload injected into the simulator (the robot reports
 // nothing) slows the arm, and the twin names the joint that left it.
 func TestShadowFindsAPayload(t *testing.T) {
-	b := buildMeca500(t, testEnv(t), func(l *LinkTable, _ *Meca500Plant) {
-		l.Shadow.Enabled = true
-		l.Partner.Controller = simulink.ControllerSpec{Kind: "sine", Amplitude: []float64{3, 0, 0, 0, 0, 3}, Frequency: []float64{0.05, 0.05, 0.05, 0.05, 0.05, 0.05}}
-	})
+	for _, tc := range []struct {
+		mode            string
+		amplitude, freq float64 // of joints 1 and 6: °/s or ° (joint_position), Hz
+		jointsThreshold float64 // °; 0: the kind's
+	}{
+		{"joint_velocity", 3, 0.05, 0},
+		// The built-in partner's sine stays within ±π, here in °: the arm's
+		// P controller (kp 2/s) hides most of what a 40 % payload costs so
+		// small a motion, about 0.9° at 0.5 Hz; a lab moves further.
+		{"joint_position", 3, 0.5, 0.5},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			b := buildMeca500(t, testEnv(t), func(l *LinkTable, p *Meca500Plant) {
+				p.Mode = tc.mode
+				l.Shadow.Enabled = true
+				if tc.jointsThreshold > 0 {
+					l.Shadow.Threshold["joints"] = tc.jointsThreshold
+				}
+				f := tc.freq
+				l.Partner.Controller = simulink.ControllerSpec{Kind: "sine", Amplitude: []float64{tc.amplitude, 0, 0, 0, 0, tc.amplitude}, Frequency: []float64{f, f, f, f, f, f}}
+			})
+			findsAPayload(t, b)
+		})
+	}
+}
+
+func findsAPayload(t *testing.T, b *Built) {
 	if b.Shadow == nil {
 		t.Fatal("no twin built")
 	}
