@@ -6,8 +6,8 @@ func TestPositionLaw(t *testing.T) {
 	l := NewPositionLaw(Config{Kp: 2, SpeedFraction: 0.25})
 	lim, sp := JointLimits(), JointSpeeds()
 	for _, c := range []struct {
-		name        string
-		i           int
+		name          string
+		i             int
 		goal, q, want float64
 	}{
 		{"Kp times the error", 0, 10, 4, 12},

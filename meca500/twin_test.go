@@ -15,7 +15,8 @@ func TestDescribeDivergence(t *testing.T) {
 	}{
 		{"joints", 3, -5, 6.25, "the arm's joint 3 is 5.0° from the model (up to 6.2°, for 2s): a payload, a collision or a drive that cannot follow"},
 		{"pose", 2, 12, 12, "the tool's y is 12.0 mm from the model (up to 12.0 mm, for 2s)"},
-		{"pose", 6, -7, 7, "the tool's gamma is 7.0° from the model (up to 7.0°, for 2s)"},
+		{"pose", 6, -7, 7, "the tool is turned 7.0° from the model about its z axis (up to 7.0°, for 2s)"},
+		{"pose", 2, 3.25, 4, "the tool's y is 3.2 mm from the model (up to 4.0 mm, for 2s)"},
 		{"joints", 1, math.NaN(), math.NaN(), "the arm's joint 1: nothing to compare with the model (for 2s)"},
 	} {
 		if got := DescribeDivergence(tc.field, tc.index, tc.diff, tc.size, 2*time.Second); got != tc.want {

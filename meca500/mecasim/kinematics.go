@@ -124,6 +124,44 @@ func poseOf(f frame) [6]float64 {
 	return [6]float64{f.p[0], f.p[1], f.p[2], a, b, g}
 }
 
+// eulerXYZ is the rotation of mobile XYZ Euler angles in degrees, as poseOf
+// reads them: Rx(α)·Ry(β)·Rz(γ).
+func eulerXYZ(a [3]float64) mat3 { return rotX(a[0]).mul(rotY(a[1])).mul(rotZ(a[2])) }
+
+// rotationVector is the axis of rotation R times its angle, in degrees
+// (the logarithm of R): R's own axes, so a rotation in a frame's axes is
+// the frame's.
+func rotationVector(R mat3) vec3 {
+	const deg = 180 / math.Pi
+	c := math.Max(-1, math.Min(1, (R[0][0]+R[1][1]+R[2][2]-1)/2))
+	theta := math.Acos(c)
+	v := vec3{R[2][1] - R[1][2], R[0][2] - R[2][0], R[1][0] - R[0][1]} // 2 sin θ · axis
+	s := math.Sin(theta)
+	switch {
+	case theta < 1e-9:
+		return vec3{v[0] / 2 * deg, v[1] / 2 * deg, v[2] / 2 * deg}
+	case s < 1e-6:
+		// Near a half turn the skew part vanishes: the axis is from the
+		// diagonal (R = 2aaᵀ − I), its signs from the largest component.
+		k := 0
+		for i := 1; i < 3; i++ {
+			if R[i][i] > R[k][k] {
+				k = i
+			}
+		}
+		var a vec3
+		a[k] = math.Sqrt(math.Max(0, (R[k][k]+1)/2))
+		for i := range 3 {
+			if i != k {
+				a[i] = (R[i][k] + R[k][i]) / (4 * a[k])
+			}
+		}
+		return vec3{a[0] * theta * deg, a[1] * theta * deg, a[2] * theta * deg}
+	}
+	f := theta / (2 * s) * deg
+	return vec3{v[0] * f, v[1] * f, v[2] * f}
+}
+
 // jacobian is the numerical geometric Jacobian at q: column i is the flange's
 // linear velocity (mm/rad) and angular velocity (rad/rad, base frame) per
 // radian of joint i, by central differences.

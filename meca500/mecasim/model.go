@@ -119,12 +119,22 @@ func (m *Model) Measure(dst []float64) error {
 	m.advance()
 	copy(dst, m.q[:])
 	if m.cfg.Pose {
-		p := poseOf(forward(m.q))
+		f := forward(m.q)
+		p := poseOf(f)
 		if m.haveSeen {
-			// An angle and the same plus 360° are one orientation: a
-			// wrap at ±180° is no divergence.
+			// The orientation is compared as a rotation, not angle by
+			// angle: near β = ±90° (the zero pose is there) only α ± γ
+			// is defined, and the robot's α and γ swing by tens of
+			// degrees for a hair of motion; an angle and the same plus
+			// 360° are one orientation too. The model's angles are given
+			// as the robot's less the rotation, in the tool's axes and
+			// degrees, that takes the robot's orientation to the model's,
+			// so that robot − model is that rotation: zero for one
+			// orientation however it is written, and as large as the
+			// tool is turned away from the model otherwise.
+			w := rotationVector(eulerXYZ(m.seen).transpose().mul(f.R))
 			for i := range m.seen {
-				p[3+i] += 360 * math.Round((m.seen[i]-p[3+i])/360)
+				p[3+i] = m.seen[i] - w[i]
 			}
 		}
 		copy(dst[6:], p[:])
@@ -132,8 +142,8 @@ func (m *Model) Measure(dst []float64) error {
 	return nil
 }
 
-// Follow implements the twin's Follower: the robot's pose angles, which
-// the model's are given beside.
+// Follow implements the twin's Follower: the robot's pose angles, against
+// which the model's orientation is given (Measure).
 func (m *Model) Follow(measured []float64) {
 	if !m.cfg.Pose || len(measured) < 12 {
 		return

@@ -100,3 +100,77 @@ func TestModelFollowsThePoseAngles(t *testing.T) {
 		}
 	}
 }
+
+// At the zero pose (β = 90°) only α + γ is defined: a hair of motion swings
+// the robot's α and γ by tens of degrees, and the twin must not call that a
+// divergence. Robot − model is the rotation between the two orientations.
+func TestModelComparesOrientationsAsRotations(t *testing.T) {
+	m, err := NewModel(ModelConfig{Pose: true, MeasureLen: 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		real   [6]float64 // the robot's joints; the model's are 0
+		within float64    // ° of each angle's divergence
+	}{
+		{"the same pose", [6]float64{}, 1e-9},
+		{"a hair from the singularity", [6]float64{0.01, 0, 0, 0.02, 0.01, -0.01}, 0.05},
+		{"wrapped angles", [6]float64{0, 0, 0, 0, 0, 0}, 1e-9},
+	} {
+		robot := poseOf(forward(c.real))
+		if c.name == "wrapped angles" {
+			robot[3], robot[5] = robot[3]+360, robot[5]-360
+		}
+		real := make([]float64, 12)
+		copy(real, c.real[:])
+		copy(real[6:], robot[:])
+		m.Follow(real)
+		y := make([]float64, 12)
+		m.Measure(y)
+		for i := 9; i < 12; i++ {
+			if d := real[i] - y[i]; math.Abs(d) > c.within {
+				t.Errorf("%s: pose angle %d: robot − model = %v°, want within %v°", c.name, i-8, d, c.within)
+			}
+		}
+	}
+	// Turned away from the model, the divergence is the turn: the robot's
+	// wrist 10° further about its own axis.
+	real := make([]float64, 12)
+	q := [6]float64{30, -20, 25, 0, 40, 10}
+	copy(real, q[:])
+	robot := poseOf(forward(q))
+	copy(real[6:], robot[:])
+	m.Sync(append([]float64{30, -20, 25, 0, 40, 0}, make([]float64, 6)...))
+	m.Follow(real)
+	y := make([]float64, 12)
+	m.Measure(y)
+	var n float64
+	for i := 9; i < 12; i++ {
+		n += (real[i] - y[i]) * (real[i] - y[i])
+	}
+	if math.Abs(math.Sqrt(n)-10) > 1e-6 {
+		t.Errorf("a 10° turn of joint 6: |robot − model| = %v°, want 10°", math.Sqrt(n))
+	}
+}
+
+func TestRotationVector(t *testing.T) {
+	for _, c := range []struct {
+		R    mat3
+		want vec3
+	}{
+		{rotX(0), vec3{}},
+		{rotX(30), vec3{30, 0, 0}},
+		{rotY(-45), vec3{0, -45, 0}},
+		{rotZ(179.9), vec3{0, 0, 179.9}},
+		{rotZ(180), vec3{0, 0, 180}},
+	} {
+		got := rotationVector(c.R)
+		for i := range got {
+			if math.Abs(got[i]-c.want[i]) > 1e-6 {
+				t.Errorf("rotationVector = %v, want %v", got, c.want)
+				break
+			}
+		}
+	}
+}
