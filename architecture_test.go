@@ -280,3 +280,32 @@ func TestReadmeNamesEveryPackage(t *testing.T) {
 		}
 	}
 }
+
+// No package registers anything at start-up: a library takes what it
+// needs as parameters, and a table is built where it is used
+// (docs/architecture.md "Packages").
+func TestNoInit(t *testing.T) {
+	init := regexp.MustCompile(`(?m)^func init\(\)`)
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && strings.HasPrefix(d.Name(), ".") && path != "." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if init.Match(b) {
+			t.Errorf("%s has a func init(): build the table where it is used, or take it as a parameter", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

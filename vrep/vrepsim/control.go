@@ -38,10 +38,10 @@ type command struct {
 	run              func(s Controlled, args []string) (string, error)
 }
 
-var commands []command
-
-func init() {
-	commands = []command{
+// commands is the table of control commands; a function, not a variable,
+// since "help" lists the table it is in.
+func commands() []command {
+	return []command{
 		{"delay", "SECONDS|DURATION [N]", "hold the next N replies (1) that long", cmdDelay},
 		{"drop", "", "close every client connection (zmq); reset the next connection (az)", cmdDrop},
 		{"stop", "", "press Stop: the simulation stops and forgets every client's stepping (az: the script stops listening)", func(s Controlled, _ []string) (string, error) {
@@ -77,7 +77,7 @@ func init() {
 // Help lists the control commands, one a line.
 func Help() string {
 	var b strings.Builder
-	for _, c := range commands {
+	for _, c := range commands() {
 		fmt.Fprintf(&b, "%-28s %s\n", strings.TrimSpace(c.name+" "+c.args), c.help)
 	}
 	return strings.TrimSuffix(b.String(), "\n")
@@ -90,15 +90,16 @@ func Control(s Controlled, words []string) (string, error) {
 		return "", nil
 	}
 	name := strings.ToLower(words[0])
-	i := slices.IndexFunc(commands, func(c command) bool { return c.name == name })
+	table := commands()
+	i := slices.IndexFunc(table, func(c command) bool { return c.name == name })
 	if i < 0 {
-		names := make([]string, len(commands))
-		for j, c := range commands {
+		names := make([]string, len(table))
+		for j, c := range table {
 			names[j] = c.name
 		}
 		return "", fmt.Errorf("%w %q: want one of %s", ErrCommand, words[0], strings.Join(names, ", "))
 	}
-	return commands[i].run(s, words[1:])
+	return table[i].run(s, words[1:])
 }
 
 // count parses an optional count (default 1).
