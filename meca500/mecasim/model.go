@@ -186,7 +186,8 @@ func (m *Model) Halt(plant.HaltPolicy) error {
 	return nil
 }
 
-// Sync puts the model's joints where measured says the robot's are.
+// Sync puts the model's joints where measured says the robot's are, and
+// takes its pose angles as Follow does.
 func (m *Model) Sync(measured []float64) error {
 	if len(measured) < 6 {
 		return fmt.Errorf("mecasim: %d measured values, want the 6 joints first", len(measured))
@@ -200,5 +201,8 @@ func (m *Model) Sync(measured []float64) error {
 	m.advance()
 	copy(m.q[:], measured[:6])
 	m.mu.Unlock()
+	// The robot's orientation too, which the model's is given against: a
+	// sync is a tick the twin does not Follow.
+	m.Follow(measured)
 	return nil
 }

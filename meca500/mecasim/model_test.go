@@ -174,3 +174,34 @@ func TestRotationVector(t *testing.T) {
 		}
 	}
 }
+
+// A sync (the twin's first tick, or its first after the link was down) is
+// not followed: the robot's orientation is taken from it, or the model's
+// would be given against the one before the outage.
+func TestModelSyncTakesThePoseAngles(t *testing.T) {
+	m, err := NewModel(ModelConfig{Pose: true, MeasureLen: 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := make([]float64, 12)
+	q := [6]float64{0.4, -0.3, 0.2, 0, 0.1, 0.4} // a hair from β = 90°
+	copy(before, q[:])
+	p := poseOf(forward(q))
+	copy(before[6:], p[:])
+	m.Follow(before)
+	after := make([]float64, 12)
+	q = [6]float64{-0.5, 0.3, -0.2, 0, -0.1, -0.5}
+	copy(after, q[:])
+	p = poseOf(forward(q))
+	copy(after[6:], p[:])
+	if err := m.Sync(after); err != nil {
+		t.Fatal(err)
+	}
+	y := make([]float64, 12)
+	m.Measure(y)
+	for i := range y {
+		if d := after[i] - y[i]; math.Abs(d) > 1e-6 {
+			t.Errorf("value %d after a sync: robot − model = %v, want 0", i+1, d)
+		}
+	}
+}
