@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 
 	"github.com/labbridge/bridge/internal/atomicfile"
 	"github.com/labbridge/bridge/internal/config"
@@ -48,12 +49,13 @@ func cmdReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 // measurements played to the Simulink host and its answers compared
 // (internal/replay).
 func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("replay", "replay FILE [-config FILE] [-link NAME] [-commands applied|received] [-real] [-speed N] [-to-host] [-out replay.csv] [-report replay.html]  (FILE: one link's CSV of bridge record, or run.csv with -link)", stderr)
+	fs := newFlagSet("replay", "replay FILE [-config FILE] [-link NAME] [-commands applied|received] [-real] [-speed N] [-step] [-to-host] [-out replay.csv] [-report replay.html]  (FILE: one link's CSV of bridge record, or run.csv with -link)", stderr)
 	cfgPath := fs.String("config", "", "the configuration the recording was made with (default ./bridge.toml, else the embedded default)")
 	link := fs.String("link", "", "the link to replay (default: the recording's only one)")
 	commands := fs.String("commands", "applied", `"applied": as the link accepted them (clamped to its limits); "received": as the host sent them`)
 	real := fs.Bool("real", false, "allow a plant with real devices: the recorded commands then move the robot, through the link's limits, dead-man and halt")
 	speed := fs.Float64("speed", 1, "run this many times faster than recorded (up to 100): a plant that moves on the tick grid only (the in-memory \"sim\" kind), told the recorded times")
+	step := fs.Bool("step", false, "play a tick at a time as you type: Enter plays one, a number that many, c the rest (a plant that moves on the tick grid only)")
 	toHost := fs.Bool("to-host", false, "play the recorded measurements to the link's Simulink host (udp.remote) instead, as bridge run sends them, and compare its answers with those recorded; no plant is built")
 	out := fs.String("out", "", "also write the replay tick by tick to this CSV `file`: recorded, replayed and their difference per measured value")
 	page := fs.String("report", "", "also write a page to this HTML `file`: per field, the recorded and replayed values overlaid, and their difference")
@@ -84,7 +86,11 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		run = replay.RunHost
 		fmt.Fprintln(stdout, "waiting for the Simulink host: start the model now (Ctrl-C stops)")
 	}
-	res, err := run(ctx, cfg, track.Link, track, replay.Options{Source: src, Real: *real, Speed: *speed, Logger: logger})
+	o := replay.Options{Source: src, Real: *real, Speed: *speed, Logger: logger, StepOut: stdout}
+	if *step {
+		o.Step = os.Stdin
+	}
+	res, err := run(ctx, cfg, track.Link, track, o)
 	if res != nil {
 		res.WriteText(stdout)
 	}

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 )
@@ -48,6 +49,16 @@ type Player struct {
 	last int // the row whose answer ends the replay
 	done chan struct{}
 	once sync.Once
+
+	// Stepping (Hold, Allow): allow is the last recorded seq the replay
+	// may answer; a tick past it is held, the plant kept at its time, and
+	// counted in held so that the next seq maps to the same recorded one.
+	// answered is the last row answered, woken each time.
+	stepping bool
+	allow    atomic.Int64
+	held     int64
+	answered atomic.Int64
+	woken    chan struct{}
 }
 
 // NewPlayer prepares t's replay with the commands of src.
@@ -94,7 +105,14 @@ func (p *Player) Step(seq int64, y []float64, u []float64) {
 	if p.first < 0 {
 		p.first = seq
 	}
-	i, ok := p.row[seq-p.first+p.s0]
+	k := seq - p.first - p.held + p.s0
+	if p.stepping && k > p.allow.Load() {
+		// Not yet asked for: the link's command and the plant's time are
+		// held, and this seq's tick is played again by the next.
+		p.held++
+		return
+	}
+	i, ok := p.row[k]
 	if !ok {
 		return // past the recording, or a seq it skipped: hold
 	}
@@ -111,12 +129,45 @@ func (p *Player) Step(seq int64, y []float64, u []float64) {
 	} else {
 		copy(u, p.t.Applied[i])
 	}
-	if j, ok := p.row[seq-p.first+p.s0+1]; ok {
+	if j, ok := p.row[k+1]; ok {
 		p.at.Store(p.t.At[j])
+	}
+	if p.stepping {
+		p.answered.Store(int64(i))
+		select {
+		case p.woken <- struct{}{}:
+		default: // a wake-up is pending: it reads the newest row
+		}
 	}
 	if i == p.last {
 		p.once.Do(func() { close(p.done) })
 	}
+}
+
+// Hold makes the replay wait before its first recorded tick until Allow
+// lets it play more: a replay a tick at a time. Call it before the partner
+// runs.
+func (p *Player) Hold() {
+	p.stepping = true
+	p.allow.Store(p.s0 - 1)
+	p.answered.Store(-1)
+	p.woken = make(chan struct{}, 1)
+}
+
+// Allow lets a held replay play n more recorded ticks (seqs), or all of
+// them with n < 0.
+func (p *Player) Allow(n int64) {
+	if n < 0 || p.allow.Load() > math.MaxInt64-n {
+		p.allow.Store(math.MaxInt64)
+		return
+	}
+	p.allow.Add(n)
+}
+
+// Answered is the last row a held replay answered (−1 before the first),
+// and a channel that receives once a row is answered after it is read.
+func (p *Player) Answered() (int, <-chan struct{}) {
+	return int(p.answered.Load()), p.woken
 }
 
 // Time is bridge.LinkConfig.PlantTime for a stepped plant: the recorded

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,8 +42,15 @@ type Options struct {
 	// Speed runs the link this many times faster than it was recorded
 	// (0 or 1: as recorded): only into a plant that moves on the tick
 	// grid (plant.Stepped), which is told the recorded times.
-	Speed  float64
-	Logger *slog.Logger
+	Speed float64
+	// Step, if set, plays the recording a tick at a time as a person asks
+	// on it, a line each (an empty line one tick, a number that many, "c"
+	// the rest), saying each tick played on StepOut: only into a plant
+	// that moves on the tick grid, which is held at its recorded time in
+	// between while the link runs on.
+	Step    *os.File
+	StepOut io.Writer
+	Logger  *slog.Logger
 }
 
 // Result is a replay's outcome: per recorded row, the vector the replay
@@ -98,7 +106,12 @@ func Run(ctx context.Context, cfg *config.Config, link string, t *Track, o Optio
 		return nil, noTick(t)
 	}
 	env := config.Env{Partner: true, Ephemeral: true, Replay: p, PlantTime: p.Time}
-	rn, err := o.serve(ctx, cfg, one, env, p.Done())
+	var step func(context.Context) error
+	if o.Step != nil {
+		p.Hold()
+		step = func(ctx context.Context) error { return stepper(ctx, o.Step, cmp.Or(o.StepOut, io.Discard), p, t) }
+	}
+	rn, err := o.serve(ctx, cfg, one, env, p.Done(), step)
 	what := o.Source.String() + " commands into the plant"
 	if rn.stepped {
 		what += fmt.Sprintf(", on the recorded times at %g× the rate", cmp.Or(o.Speed, 1))
@@ -123,7 +136,10 @@ func RunHost(ctx context.Context, cfg *config.Config, link string, t *Track, o O
 		return nil, noTick(t)
 	}
 	env := config.Env{Plant: f, Recorder: f}
-	rn, err := o.serve(ctx, cfg, one, env, f.Done())
+	if o.Step != nil {
+		return nil, fmt.Errorf("%w: a host's answers are played as they come, not a tick at a time", ErrStep)
+	}
+	rn, err := o.serve(ctx, cfg, one, env, f.Done(), nil)
 	// Compared where both runs had a fresh reply: on a tick whose reply was
 	// lost the command column holds the one before.
 	played := 0
@@ -165,8 +181,9 @@ type ran struct {
 }
 
 // serve builds one, alone, with env and supervises it until done is
-// closed or ctx ends.
-func (o Options) serve(ctx context.Context, cfg *config.Config, one *config.LinkTable, env config.Env, done <-chan struct{}) (ran, error) {
+// closed or ctx ends; step, if set, runs beside it (a person stepping the
+// replay), and its error ends the replay.
+func (o Options) serve(ctx context.Context, cfg *config.Config, one *config.LinkTable, env config.Env, done <-chan struct{}, step func(context.Context) error) (ran, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -198,6 +215,9 @@ func (o Options) serve(ctx context.Context, cfg *config.Config, one *config.Link
 	if speed != 1 && !stepped {
 		return ran{}, fmt.Errorf("%w: link %q's plant (%s) keeps its own time, so it replays only at the recorded rate", ErrSpeed, one.Name, one.Plant.Summary())
 	}
+	if step != nil && !stepped {
+		return ran{}, fmt.Errorf("%w: link %q's plant (%s) keeps its own time, so it replays only as recorded, not a tick at a time", ErrStep, one.Name, one.Plant.Summary())
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
@@ -208,6 +228,13 @@ func (o Options) serve(ctx context.Context, cfg *config.Config, one *config.Link
 		case <-ctx.Done():
 		}
 	})
+	if step != nil {
+		wg.Go(func() {
+			if err := step(ctx); err != nil && ctx.Err() == nil {
+				cancel(err)
+			}
+		})
+	}
 	err = sup.Serve(ctx)
 	cancel(nil)
 	wg.Wait()
