@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -100,51 +99,69 @@ func wake(p *Player) <-chan struct{} {
 }
 
 // readLines reads in a line at a time into the channel it returns, closed
-// at the end of in. stop ends the reading, even within a read that waits
-// for a person, and waits for it: in is read through a non-blocking copy of
-// its descriptor, whose read the runtime's poller can cut short.
+// at the end of in. stop ends the reading and waits for it: the reader
+// polls in for a line every pollEvery, so that it never sits in a read a
+// person may not end, and in's file is left as it was (a terminal shared
+// with the shell stays blocking, whatever ends the process).
 func readLines(in *os.File) (<-chan string, func(), error) {
 	rc, err := in.SyscallConn()
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %s: %w", ErrStep, in.Name(), err)
 	}
-	fd := -1
-	if cerr := rc.Control(func(f uintptr) { fd, err = unix.Dup(int(f)) }); cerr != nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %s: %w", ErrStep, in.Name(), err)
-	}
-	// O_NONBLOCK belongs to the open file, which the terminal's shell
-	// shares: it is put back before the copy is closed.
-	if err := unix.SetNonblock(fd, true); err != nil {
-		unix.Close(fd)
-		return nil, nil, fmt.Errorf("%w: %s: %w", ErrStep, in.Name(), err)
-	}
-	f := os.NewFile(uintptr(fd), in.Name())
 	lines := make(chan string)
 	quit := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		defer close(lines)
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 256), 4096) // a person's line; longer is refused
-		for sc.Scan() {
+		var line []byte
+		buf := make([]byte, 256)
+		for {
 			select {
-			case lines <- sc.Text():
 			case <-quit:
 				return
+			default:
+			}
+			var n int
+			var rerr error
+			cerr := rc.Control(func(fd uintptr) {
+				fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+				if k, err := unix.Poll(fds, int(pollEvery/time.Millisecond)); err != nil || k == 0 {
+					return // nothing yet (EINTR included): look again
+				}
+				n, rerr = unix.Read(int(fd), buf)
+				if n == 0 && rerr == nil {
+					rerr = io.EOF
+				}
+			})
+			if cerr != nil || rerr != nil && !errors.Is(rerr, unix.EINTR) && !errors.Is(rerr, unix.EAGAIN) {
+				return
+			}
+			for _, b := range buf[:max(n, 0)] {
+				if b != '\n' {
+					if len(line) < maxLine {
+						line = append(line, b)
+					}
+					continue
+				}
+				select {
+				case lines <- string(line):
+				case <-quit:
+					return
+				}
+				line = line[:0]
 			}
 		}
 	})
 	stop := func() {
 		close(quit)
-		f.SetReadDeadline(time.Now())
 		wg.Wait()
-		if rc, err := f.SyscallConn(); err == nil {
-			rc.Control(func(fd uintptr) { unix.SetNonblock(int(fd), false) })
-		}
-		f.Close()
 	}
 	return lines, stop, nil
 }
+
+// pollEvery is how often the stepper's reader looks for a line, and so
+// the longest its stop waits; maxLine bounds a line kept (a person's).
+const (
+	pollEvery = 100 * time.Millisecond
+	maxLine   = 4096
+)
