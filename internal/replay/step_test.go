@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -84,7 +83,7 @@ func TestReplaySteps(t *testing.T) {
 	}
 	defer in.Close()
 	defer typed.Close()
-	said := &lines{}
+	said := &testutil.SyncBuffer{}
 	type result struct {
 		r   *Result
 		err error
@@ -94,23 +93,23 @@ func TestReplaySteps(t *testing.T) {
 		r, err := Run(t.Context(), cfg, "arm", track, Options{Step: in, StepOut: said})
 		done <- result{r, err}
 	}()
-	said.waitFor(t, "it waits", func() bool { return strings.Contains(said.text(), "paused before the first tick") })
+	testutil.WaitFor(t, "the stepper to wait", func() bool { return said.Contains("paused before the first tick") })
 	time.Sleep(200 * time.Millisecond) // the link runs; nothing is played
-	if n := said.count("tick "); n != 0 {
+	if n := count(said, "tick "); n != 0 {
 		t.Fatalf("%d ticks said before any was asked for", n)
 	}
 	typed.WriteString("\n")
-	said.waitFor(t, "one tick", func() bool { return said.count("tick ") >= 1 })
+	testutil.WaitFor(t, "one tick said", func() bool { return count(said, "tick ") >= 1 })
 	time.Sleep(200 * time.Millisecond)
-	if n := said.count("tick "); n != 1 {
-		t.Fatalf("%d ticks said after one was asked for:\n%s", n, said.text())
+	if n := count(said, "tick "); n != 1 {
+		t.Fatalf("%d ticks said after one was asked for:\n%s", n, said)
 	}
 	typed.WriteString("x\n3\n")
-	said.waitFor(t, "four ticks", func() bool { return said.count("tick ") >= 4 })
-	said.waitFor(t, "what it takes", func() bool { return said.count(`"x": Enter plays one tick`) == 1 })
+	testutil.WaitFor(t, "four ticks said", func() bool { return count(said, "tick ") >= 4 })
+	testutil.WaitFor(t, "the stepper to say what it takes", func() bool { return count(said, `"x": Enter plays one tick`) == 1 })
 	time.Sleep(200 * time.Millisecond)
-	if n := said.count("tick "); n != 4 {
-		t.Fatalf("%d ticks said after four were asked for:\n%s", n, said.text())
+	if n := count(said, "tick "); n != 4 {
+		t.Fatalf("%d ticks said after four were asked for:\n%s", n, said)
 	}
 	typed.WriteString("c\n")
 	var res result
@@ -159,36 +158,13 @@ func countHandshake(t *Track) int {
 	return n
 }
 
-// lines collects what a stepper says.
-type lines struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lines) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(b)
-}
-
-func (l *lines) text() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// count is how many lines begin with prefix.
-func (l *lines) count(prefix string) int {
+// count is how many lines of what the stepper said begin with prefix.
+func count(said *testutil.SyncBuffer, prefix string) int {
 	n := 0
-	for s := range strings.Lines(l.text()) {
+	for s := range strings.Lines(said.String()) {
 		if strings.HasPrefix(s, prefix) {
 			n++
 		}
 	}
 	return n
-}
-
-func (l *lines) waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	testutil.WaitFor(t, "the stepper to say "+what, ok)
 }
