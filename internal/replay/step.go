@@ -36,17 +36,14 @@ func stepper(ctx context.Context, in *os.File, out io.Writer, p *Player, t *Trac
 	quiet := false // after "c": the summary says the rest
 	say := func(upTo int) {
 		for ; next <= upTo; next++ {
-			if !p.got[next] {
-				continue // a row the replay skipped (a seq the recording skipped)
+			if quiet || !p.got[next] {
+				continue // after "c"; or a row the replay skipped (a seq the recording skipped)
 			}
 			col, d := "", 0.0
 			for j, v := range p.replayed[next] {
 				if a := math.Abs(v - t.Meas[next][j]); a > d || col == "" {
 					col, d = t.Columns[j], a
 				}
-			}
-			if quiet {
-				continue
 			}
 			if d == 0 {
 				fmt.Fprintf(out, "tick %d (seq %d, %.3f s): replayed = recorded\n", t.Tick[next], t.Seq[next], float64(t.At[next])/1e9)
@@ -125,8 +122,13 @@ func readLines(in *os.File) (<-chan string, func(), error) {
 			var rerr error
 			cerr := rc.Control(func(fd uintptr) {
 				fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-				if k, err := unix.Poll(fds, int(pollEvery/time.Millisecond)); err != nil || k == 0 {
-					return // nothing yet (EINTR included): look again
+				k, err := unix.Poll(fds, int(pollEvery/time.Millisecond))
+				if err != nil && !errors.Is(err, unix.EINTR) {
+					rerr = err
+					return
+				}
+				if k == 0 || err != nil {
+					return // nothing yet: look again
 				}
 				n, rerr = unix.Read(int(fd), buf)
 				if n == 0 && rerr == nil {
