@@ -124,13 +124,15 @@ func TestSimVREPControl(t *testing.T) {
 	}
 	io.WriteString(pw, "explode\n")
 	io.WriteString(pw, "status\n")
+	// The line is read before it is answered: wait for the answer.
+	testutil.WaitFor(t, "the answer to status", func() bool { return out.Contains("simulation stopped, time 0.000 s") })
+	if !out.Contains(`unknown control command "explode"`) {
+		t.Errorf("no word on the unknown command: %q", out.String())
+	}
 	r.Close()
 	cancel()
 	<-finished
 	if code != 0 {
 		t.Errorf("exit %d: %s", code, errb.String())
-	}
-	if out := out.String(); !strings.Contains(out, "simulation stopped, time 0.000 s") {
-		t.Errorf("output %q", out)
 	}
 }
