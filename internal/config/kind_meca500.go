@@ -334,7 +334,7 @@ func (p *Meca500Plant) twin(b *builder) (twinSpec, error) {
 	if p.mode == meca500.JointPosition {
 		// The goals are held, not integrated: a slow arm lags the model
 		// while it moves and meets it at rest.
-		return twinSpec{model: &positionTwin{Model: m, law: meca500.NewPositionLaw(p.driverConfig(b.link)), meas: make([]float64, lay.MeasureLen())},
+		return twinSpec{model: &positionTwin{Model: m, law: meca500.NewPositionLaw(p.driverConfig(b.link))},
 			skip: skip, words: words}, nil
 	}
 	// The joints integrate the velocities: what a payload cost stays.
@@ -346,9 +346,8 @@ func (p *Meca500Plant) twin(b *builder) (twinSpec, error) {
 // model's own joints, as the arm does from the robot's.
 type positionTwin struct {
 	*mecasim.Model
-	law  meca500.PositionLaw
-	meas []float64
-	v    [6]float64
+	law meca500.PositionLaw
+	v   [6]float64
 }
 
 // Command implements plant.Plant: six goal angles (°).
@@ -356,11 +355,9 @@ func (t *positionTwin) Command(goal []float64) error {
 	if len(goal) != len(t.v) {
 		return fmt.Errorf("config: a Meca500 twin given %d goal angles, want %d", len(goal), len(t.v))
 	}
-	if err := t.Model.Measure(t.meas); err != nil {
-		return err
-	}
+	q := t.Model.Joints()
 	for i, g := range goal {
-		t.v[i] = t.law.Velocity(i, g, t.meas[i])
+		t.v[i] = t.law.Velocity(i, g, q[i])
 	}
 	return t.Model.Command(t.v[:])
 }

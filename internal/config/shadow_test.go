@@ -19,6 +19,7 @@ import (
 	"github.com/labbridge/bridge/internal/shadow"
 	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/simulink"
+	"github.com/labbridge/bridge/vrep/vrepsim"
 )
 
 // sineEmio is the embedded default's Emio with its twin on and a partner
@@ -347,4 +348,29 @@ func TestShadowLeavesTheStopToTheLink(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A device fault with the twin running: three wrong replies of the scene
+// degrade the link, and the scene's wheels stop, seen on the scene, as they
+// do without a twin (TestVREPSceneFaults); the twin's own fault does not
+// keep them turning.
+func TestShadowLeavesADegradedLinkStopped(t *testing.T) {
+	env, _ := vrepEnv(t)
+	b := buildVREP(t, env, func(l *LinkTable, p *VREPPlant) {
+		l.Shadow.Enabled = true
+		p.Sim.Step.Duration = 10 * time.Millisecond
+	})
+	serveBuilt(t, b)
+	world := b.VREP.World()
+	testutil.WaitFor(t, "the wheels turning", func() bool {
+		s := world.Snapshot()
+		return b.Link.State() == bridge.Running && (s.Speeds[0] != 0 || s.Speeds[1] != 0)
+	})
+	stale := b.Link.Stale()
+	b.VREP.Inject(vrepsim.BadMagic, 3)
+	testutil.WaitFor(t, "degraded after three wrong replies", func() bool { return b.Link.State() == bridge.Degraded || b.Link.Stale() > stale })
+	testutil.WaitFor(t, "the wheels stopped by the degraded link", func() bool {
+		sp := world.Snapshot().Speeds
+		return sp[0] == 0 && sp[1] == 0
+	})
 }

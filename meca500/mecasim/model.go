@@ -142,6 +142,15 @@ func (m *Model) Measure(dst []float64) error {
 	return nil
 }
 
+// Joints are the model's joint angles (°) now: what a controller reads
+// without the pose Measure works out.
+func (m *Model) Joints() [6]float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.advance()
+	return m.q
+}
+
 // Follow implements the twin's Follower: the robot's pose angles, against
 // which the model's orientation is given (Measure).
 func (m *Model) Follow(measured []float64) {

@@ -204,4 +204,7 @@ func TestModelSyncTakesThePoseAngles(t *testing.T) {
 			t.Errorf("value %d after a sync: robot − model = %v, want 0", i+1, d)
 		}
 	}
+	if j := m.Joints(); !slices.Equal(j[:], after[:6]) {
+		t.Errorf("Joints after a sync = %v, want %v", j, after[:6])
+	}
 }
