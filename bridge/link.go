@@ -327,6 +327,14 @@ func (l *Link) Ticks() uint64 {
 	return 0
 }
 
+// SpinBreaks is Loop.SpinBreaks of the link's loop, 0 before it serves.
+func (l *Link) SpinBreaks() uint64 {
+	if lp := l.loop.Load(); lp != nil {
+		return lp.SpinBreaks()
+	}
+	return 0
+}
+
 // Overruns returns the periods the loop skipped.
 func (l *Link) Overruns() uint64 {
 	if lp := l.loop.Load(); lp != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -66,6 +67,15 @@ type LoopConfig struct {
 	// clock = "camera" ticks on a grid locked to the camera's frames
 	// (framelock.Lock), on the loop's own timer.
 	Pacer Pacer
+	// Guard, when set, watches a SCHED_FIFO loop thread and demotes it to
+	// SCHED_OTHER when it runs outside the loop's own code for longer than
+	// GuardAfter: a loop spinning in the Go runtime for an ordinary thread
+	// it preempted (docs/realtime.md §19). The loop restores its policy at
+	// its next step. nil: no guard.
+	Guard *realtime.SpinGuard
+	// GuardAfter is how long a loop may run outside its own code before the
+	// guard demotes it; 0 is realtime.GuardThreshold(Period).
+	GuardAfter time.Duration
 }
 
 // Pacer places a loop's deadlines.
@@ -115,6 +125,8 @@ func (c LoopConfig) Validate() error {
 			c.Budget, ErrConfig, realtime.MaxPriority)
 	case c.Trigger != nil && c.Pacer != nil:
 		return fmt.Errorf("bridge: loop: %w (a trigger and a pacer: want one of them)", ErrConfig)
+	case c.GuardAfter != 0 && (c.GuardAfter < 100*time.Microsecond || c.GuardAfter > time.Second):
+		return fmt.Errorf("bridge: loop guard threshold %v: %w (want 0 for the default or 100µs..1s)", c.GuardAfter, ErrConfig)
 	}
 	if err := c.threadConfig().Validate(); err != nil {
 		// Only the CPU is left to be wrong; say so in the loop's terms.
@@ -211,6 +223,13 @@ type Loop struct {
 	leadOverruns     atomic.Uint64
 
 	gateErr error // a failed sleep in Gate, returned after the tick
+
+	watch *realtime.Watched // loop thread only; nil without a guard
+	// For SpinBreaks: the breaks of the Serves before, and the current
+	// watch.
+	breaksMu   sync.Mutex
+	breaksDone uint64
+	watchPub   *realtime.Watched
 
 	ticks    atomic.Uint64
 	overruns atomic.Uint64
@@ -318,6 +337,14 @@ func (l *Loop) Ticks() uint64 { return l.ticks.Load() }
 // triggered loop: events that came while a tick ran and were merged).
 func (l *Loop) Overruns() uint64 { return l.overruns.Load() }
 
+// SpinBreaks returns how many times the spin guard demoted the loop's
+// thread (LoopConfig.Guard), over every Serve.
+func (l *Loop) SpinBreaks() uint64 {
+	l.breaksMu.Lock()
+	defer l.breaksMu.Unlock()
+	return l.breaksDone + l.watchPub.Breaks()
+}
+
 // Missed returns, on a loop paced by a Trigger, how many ticks ran because no
 // event came in time.
 func (l *Loop) Missed() uint64 { return l.missed.Load() }
@@ -394,6 +421,26 @@ func (l *Loop) run(tick func(*TickInfo)) (err error) {
 	if tobs != nil {
 		tobs.ThreadSettings(th.Settings())
 	}
+	after := l.cfg.GuardAfter
+	if after == 0 {
+		after = realtime.GuardThreshold(l.cfg.Period)
+	}
+	if w, gerr := l.cfg.Guard.Watch(th, after); gerr != nil {
+		l.log.Warn("bridge: loop runs without its spin guard", "err", gerr)
+	} else if w != nil {
+		l.watch = w
+		l.breaksMu.Lock()
+		l.watchPub = w
+		l.breaksMu.Unlock()
+		defer func() {
+			w.Release()
+			l.watch = nil
+			l.breaksMu.Lock()
+			l.breaksDone += w.Breaks()
+			l.watchPub = nil
+			l.breaksMu.Unlock()
+		}()
+	}
 	defer func() {
 		if cerr := th.Close(); cerr != nil {
 			l.log.Warn("bridge: loop thread release", "err", cerr)
@@ -440,6 +487,8 @@ func (l *Loop) step(st *loopState, tick func(*TickInfo)) error {
 		return l.stepTriggered(st, tick)
 	}
 	planned := st.next - l.lead
+	l.watch.Mark(planned) // back in our code at the wake-up
+	l.watch.Check()
 	if l.lead == 0 && l.spin > 0 {
 		// No lead: the old shape, spinning to the deadline before the tick.
 		at := planned - l.spin
@@ -452,6 +501,8 @@ func (l *Loop) step(st *loopState, tick func(*TickInfo)) error {
 		return err
 	}
 	wake := l.timer.now()
+	l.watch.Mark(wake)
+	l.watch.Check()
 	if l.lead > 0 {
 		l.slept.add(wake - planned)
 	}
@@ -509,6 +560,7 @@ func (l *Loop) gate(ti *TickInfo) int64 {
 	}
 	ti.arrived = now
 	if now < ti.Deadline {
+		l.watch.Mark(ti.Deadline)
 		at := ti.Deadline - l.spin
 		if at > now {
 			if err := l.timer.sleepUntil(at); err != nil {
@@ -520,6 +572,8 @@ func (l *Loop) gate(ti *TickInfo) int64 {
 			l.timer.spinUntil(ti.Deadline)
 		}
 		now = l.timer.now()
+		l.watch.Mark(now)
+		l.watch.Check()
 	}
 	ti.sent = now
 	return now
@@ -561,11 +615,17 @@ func (l *Loop) learn(ti *TickInfo) {
 // the event (or the fallback deadline), tick, observe. Lateness is the time
 // from the event to the wake-up. It must not allocate.
 func (l *Loop) stepTriggered(st *loopState, tick func(*TickInfo)) error {
+	// An event may come before st.next; the guard looks only after it, so
+	// that it need not look while the loop waits for a frame.
+	l.watch.Mark(st.next)
+	l.watch.Check()
 	n, at, err := l.cfg.Trigger.WaitUntil(st.next)
 	if err != nil {
 		return err
 	}
 	wake := l.timer.now()
+	l.watch.Mark(wake)
+	l.watch.Check()
 	deadline, missed, skipped := st.next, n == 0, 0
 	if !missed {
 		deadline = min(at, wake)

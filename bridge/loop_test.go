@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/labbridge/bridge/realtime"
 )
 
@@ -349,6 +351,9 @@ func TestLoopConfigValidate(t *testing.T) {
 		{LoopConfig{Period: ms, Priority: 80, CPU: -1, Budget: 2 * ms}, "budget 2ms"},
 		{LoopConfig{Period: ms, Priority: 80, CPU: 1, Budget: 100 * time.Microsecond}, "budget 100µs"},
 		{LoopConfig{Period: ms, CPU: -1, Budget: 100 * time.Microsecond}, "budget 100µs"},
+		{LoopConfig{Period: ms, CPU: -1, GuardAfter: 200 * time.Microsecond}, ""},
+		{LoopConfig{Period: ms, CPU: -1, GuardAfter: 50 * time.Microsecond}, "guard threshold 50µs"},
+		{LoopConfig{Period: ms, CPU: -1, GuardAfter: 2 * time.Second}, "guard threshold 2s"},
 	} {
 		_, err := NewLoop(tc.cfg, realtime.NewClock(), nil, nil)
 		if tc.field == "" {
@@ -479,4 +484,67 @@ func ExampleLoop() {
 	})
 	fmt.Println(err, n >= 5)
 	// Output: <nil> true
+}
+
+// A SCHED_FIFO loop whose tick runs on past its guard's threshold is
+// demoted by the spin guard (here a busy tick stands in for a loop
+// spinning in the runtime: both run without reaching the loop's code), and
+// the loop's next step restores SCHED_FIFO at its priority.
+func TestLoopSpinGuard(t *testing.T) {
+	if !realtime.SpinGuardBuilt {
+		t.Skip("built without cgo: no spin guard (CGO_ENABLED=1)")
+	}
+	g, err := realtime.StartSpinGuard(realtime.SpinGuardConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if err := g.Refused(); err != nil {
+		t.Skipf("the guard's thread needs SCHED_FIFO (run as root or with CAP_SYS_NICE): %v", err)
+	}
+	l, err := NewLoop(LoopConfig{Period: 10 * time.Millisecond, Priority: 20, CPU: -1, Guard: g, GuardAfter: time.Millisecond},
+		realtime.NewClock(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var policies [3]uint32
+	var fifo bool
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	err = l.Serve(ctx, func(ti *TickInfo) {
+		attr, aerr := unix.SchedGetAttr(0, 0)
+		if aerr != nil {
+			t.Error(aerr)
+		}
+		if ti.N == 0 {
+			fifo = attr.Policy == unix.SCHED_FIFO
+			if !fifo {
+				cancel() // no SCHED_FIFO here: nothing for the guard to watch
+				return
+			}
+			// Busy, as a spin is, until demoted; a loaded machine makes
+			// this slow, not wrong.
+			for l.SpinBreaks() == 0 {
+			}
+		}
+		if ti.N < uint64(len(policies)) {
+			policies[ti.N] = attr.Policy
+		}
+		if ti.N == uint64(len(policies))-1 {
+			cancel()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fifo {
+		t.Skip("the loop got no SCHED_FIFO (run as root or with LimitRTPRIO)")
+	}
+	want := [3]uint32{unix.SCHED_FIFO, unix.SCHED_FIFO, unix.SCHED_FIFO}
+	if policies != want {
+		t.Errorf("policy at the start of ticks 0..2 = %v, want SCHED_FIFO (%d) each: the step after a break restores it", policies, unix.SCHED_FIFO)
+	}
+	if n := l.SpinBreaks(); n != 1 {
+		t.Errorf("SpinBreaks = %d after the loop served, want 1", n)
+	}
 }

@@ -43,6 +43,10 @@ type linkCollector struct {
 	leadDesc, leadOverDesc *prometheus.Desc
 	leadNs                 atomic.Int64
 	leadOver               atomic.Uint64
+	// breaks counts the spin guard's demotions of the loop thread
+	// (Link.CountSpinBreaks); nil until set.
+	breaks     atomic.Pointer[func() uint64]
+	breaksDesc *prometheus.Desc
 
 	// window is the lateness of the last minute of ticks, for the maximum
 	// and the quantiles. It is counted in ticks, so a scrape only reads it:
@@ -80,6 +84,8 @@ func newLink(s *Set, name string, period time.Duration) (*Link, error) {
 			"How long before each deadline the loop wakes to measure, so that the datagram leaves at the deadline (learned with lead = \"auto\").", nil, constLabels),
 		leadOverDesc: prometheus.NewDesc(prometheus.BuildFQName(namespace, "loop", "lead_overruns_total"),
 			"Ticks whose measuring took longer than the lead, so that the datagram left after the deadline.", nil, constLabels),
+		breaksDesc: prometheus.NewDesc(prometheus.BuildFQName(namespace, "loop", "spin_breaks_total"),
+			"Times the spin guard put the loop thread to SCHED_OTHER because it ran outside the loop's code past its threshold (a Go thread spinning for one it keeps off its CPU); the loop restores its policy at its next step.", nil, constLabels),
 		cycle: hist("loop_cycle_duration_seconds", "Work time per loop tick."),
 		reply: hist("link_reply_latency_seconds", "Time from the send of a seq to its reply."),
 		maxDesc: prometheus.NewDesc(prometheus.BuildFQName(namespace, "loop", "lateness_max_seconds"),
@@ -286,6 +292,7 @@ func (c *linkCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.stateDesc
 	ch <- c.leadDesc
 	ch <- c.leadOverDesc
+	ch <- c.breaksDesc
 	ch <- c.quantDesc
 	ch <- c.rtInfoDesc
 	ch <- c.dmaDesc
@@ -302,6 +309,13 @@ func (c *linkCollector) Collect(ch chan<- prometheus.Metric) {
 	c.collectWindow(ch)
 	ch <- constMetric(c.leadDesc, seconds(c.leadNs.Load()))
 	if m, err := prometheus.NewConstMetric(c.leadOverDesc, prometheus.CounterValue, float64(c.leadOver.Load())); err == nil {
+		ch <- m
+	}
+	var breaks uint64
+	if f := c.breaks.Load(); f != nil {
+		breaks = (*f)()
+	}
+	if m, err := prometheus.NewConstMetric(c.breaksDesc, prometheus.CounterValue, float64(breaks)); err == nil {
 		ch <- m
 	}
 	cur := int(c.state.Load())
@@ -344,3 +358,7 @@ func constMetric(d *prometheus.Desc, v float64, lvs ...string) prometheus.Metric
 	}
 	return m
 }
+
+// CountSpinBreaks makes bridge_loop_spin_breaks_total read breaks (the
+// link's bridge.Link.SpinBreaks) at each scrape.
+func (l *Link) CountSpinBreaks(breaks func() uint64) { l.coll.breaks.Store(&breaks) }

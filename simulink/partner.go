@@ -66,6 +66,14 @@ type PartnerConfig struct {
 	// takes its loop's), falling back to SCHED_FIFO Priority when the
 	// kernel refuses. 0 is SCHED_FIFO.
 	Budget, BudgetPeriod time.Duration
+	// Guard, with Priority, watches the receive thread as a link's loop is
+	// watched (bridge.LoopConfig.Guard): demoted while it runs past
+	// realtime.GuardThreshold(Period) outside its own code, restored after
+	// its next datagram. Period is the link's: a datagram is due within it,
+	// so the guard looks at a thread waiting for one only after it. nil:
+	// no guard.
+	Guard  *realtime.SpinGuard
+	Period time.Duration
 }
 
 // PartnerStats are a Partner's counters since NewPartner.
@@ -122,6 +130,8 @@ type Partner struct {
 	priority int
 	cpu      int                               // the receive thread's CPU; -1 none
 	budget   [2]time.Duration                  // the receive thread's SCHED_DEADLINE budget and period; 0 none
+	guard    *realtime.SpinGuard               // watches the receive thread; nil none
+	period   time.Duration                     // the link's, with guard
 	thread   atomic.Pointer[realtime.Settings] // what rtLoop's thread got
 	tid      atomic.Int64                      // rtLoop's thread while it runs
 
@@ -238,6 +248,9 @@ func newPartnerProbe(cfg PartnerConfig, kernelStamps bool, probe func(priority i
 				p.cpu = cfg.CPU
 			} else {
 				p.budget = [2]time.Duration{cfg.Budget, cfg.BudgetPeriod}
+			}
+			if cfg.Period > 0 {
+				p.guard, p.period = cfg.Guard, cfg.Period
 			}
 		}
 	}

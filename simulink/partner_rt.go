@@ -156,14 +156,24 @@ func (p *Partner) rtLoop() error {
 		_ = th.Close()
 		p.tid.Store(0)
 	}()
+	w, gerr := p.guard.Watch(th, realtime.GuardThreshold(p.period))
+	if gerr != nil {
+		p.log.Warn("simulink: partner: receive thread runs without its spin guard", "listen", p.addr, "err", gerr)
+	}
+	defer w.Release()
 	rt := p.rt
 	for {
+		// The next datagram is due within a period: no look before.
+		w.MarkAfter(p.period)
+		w.Check()
 		if _, err := unix.Ppoll(rt.pfd[:], nil, nil); err != nil {
 			if err == unix.EINTR {
 				continue
 			}
 			return fmt.Errorf("simulink: partner wait on %v: %w", p.addr, err)
 		}
+		w.MarkNow()
+		w.Check()
 		if rt.pfd[1].Revents != 0 {
 			return nil // Close or cancellation
 		}

@@ -21,7 +21,7 @@ import (
 // one thread model; with a list of counts, one run per count in order, so
 // that the ratios to the smallest come from one invocation.
 func benchLinks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench links", "bench links [-links N[,N…]] [-rate HZ] [-duration D] [-model thread|scheduler] [-priority P] [-budget auto|D] [-gomaxprocs auto|N] [-cpu N] [-stagger] [-dma-latency] [-threshold D] [-cyclictest] [-records FILE] [-trace FILE] [-http ADDR] [-nice N] [-json]", stderr)
+	fs := newFlagSet("bench links", "bench links [-links N[,N…]] [-rate HZ] [-duration D] [-model thread|scheduler] [-priority P] [-budget auto|D] [-spin-guard] [-gomaxprocs auto|N] [-cpu N] [-stagger] [-dma-latency] [-threshold D] [-cyclictest] [-records FILE] [-trace FILE] [-http ADDR] [-nice N] [-json]", stderr)
 	loopFlags := config.LoopFlags(fs, "bench links", false)
 	countsFlag := fs.String("links", "1,4,16", "how many links, or a list of counts run one after the other (ratios are to the smallest)")
 	rate := fs.Float64("rate", 1000, "tick rate of every link (Hz)")

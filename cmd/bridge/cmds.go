@@ -137,7 +137,7 @@ func cmdPartner(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // benchLink is `bridge bench link`: one link with the simulated plant against
 // the built-in partner on loopback, reporting reply latency.
 func benchLink(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench link", "bench link [-rate HZ] [-duration D] [-plant sim|emio] [-lead auto|D] [-spin auto|D] [-budget auto|D] [-priority N] [-cpu N] [-dma-latency] [-threshold D] [-cyclictest] [-partner process|builtin|external] [-json]", stderr)
+	fs := newFlagSet("bench link", "bench link [-rate HZ] [-duration D] [-plant sim|emio] [-lead auto|D] [-spin auto|D] [-budget auto|D] [-spin-guard] [-priority N] [-cpu N] [-dma-latency] [-threshold D] [-cyclictest] [-partner process|builtin|external] [-json]", stderr)
 	rate := fs.Float64("rate", 1000, "tick rate (Hz)")
 	loopFlags := config.LoopFlags(fs, "bench link", true)
 	plantKind := fs.String("plant", "sim", "sim: in-memory motors (the link alone); emio: the Emio's servos simulated on a pseudo-terminal (the serial path, with a U2D2's 1 ms latency timer)")

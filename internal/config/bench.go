@@ -104,6 +104,9 @@ func RunBenchLink(ctx context.Context, r LinkBench) (loopbench.LinkReport, error
 		env.Partner = false // the master on port 0; the process is told its ports
 	}
 	cfg.SetUpProcess(env.Partner, r.Logger)
+	if env.Guard = cfg.StartSpinGuard(r.Logger); env.Guard != nil {
+		defer env.Guard.Close()
+	}
 	sup := bridge.NewSupervisor(bridge.SupervisorConfig{Logger: r.Logger})
 	links, err := cfg.Supervise(env, sup)
 	if err != nil {
@@ -169,6 +172,9 @@ func RunBenchLinks(ctx context.Context, n int, rate float64, loop LoopTable, lc 
 	// loop observer must reach the loop unwrapped for it to see the gate.
 	cfg.SetUpBudgets(true, lc.Logger)
 	env := Env{Clock: realtime.NewClock(), Logger: lc.Logger, Partner: true, Ephemeral: true}
+	if env.Guard = cfg.StartSpinGuard(lc.Logger); env.Guard != nil {
+		defer env.Guard.Close() // after the links, deferred below
+	}
 	var built []*Built
 	defer func() {
 		for _, b := range built {
@@ -187,9 +193,21 @@ func RunBenchLinks(ctx context.Context, n int, rate float64, loop LoopTable, lc 
 			return loopbench.LinksRun{}, err
 		}
 		built = append(built, b)
+		timing.CountBreaks(b.Link.SpinBreaks)
 		links = append(links, loopbench.BenchLink{
 			Link: b.Link, Master: b.Master, Partner: b.Partner, Deps: b.Deps, Timing: timing, Replies: replies,
 		})
 	}
-	return loopbench.RunLinks(ctx, lc, links)
+	run, err := loopbench.RunLinks(ctx, lc, links)
+	if g := env.Guard; g != nil {
+		rep := &loopbench.GuardReport{Priority: g.Priority(), Passes: g.Passes()}
+		for _, l := range run.PerLink {
+			rep.Breaks += l.SpinBreaks
+		}
+		if cpu := g.CPUTime(); cpu >= 0 && run.DurationS > 0 {
+			rep.CPUMs, rep.CPUShare = float64(cpu)/1e6, cpu.Seconds()/run.DurationS
+		}
+		run.SpinGuard = rep
+	}
+	return run, err
 }

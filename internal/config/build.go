@@ -64,6 +64,8 @@ type Env struct {
 	Recorder bridge.TickRecorder
 	// PlantTime is bridge.LinkConfig.PlantTime (a replay's).
 	PlantTime func(deadline int64) int64
+	// Guard is the process's spin guard (Config.StartSpinGuard); nil: none.
+	Guard *realtime.SpinGuard
 }
 
 // Built is one link, built and ready to be supervised: add Link to a
@@ -244,6 +246,7 @@ func (l *LinkTable) Build(env Env) (bb *Built, err error) {
 	built.Deps = ps.deps
 	built.Plant = ps.plant
 	lcfg := l.LinkConfig()
+	lcfg.Loop.Guard = guardOf(l, env)
 	lcfg.Loop.Trigger = ps.trigger
 	lcfg.PlantTime = env.PlantTime
 	lcfg.Loop.Pacer = ps.pacer
@@ -298,6 +301,9 @@ func (l *LinkTable) Build(env Env) (bb *Built, err error) {
 	lcfg.Recorder = addRecorder(lcfg.Recorder, env.Recorder)
 	if built.Link, err = bridge.NewLink(lcfg, ps.plant, built.Master, env.Clock, loopObs, cmdObs, env.Logger); err != nil {
 		return nil, err
+	}
+	if built.Metrics != nil {
+		built.Metrics.CountSpinBreaks(built.Link.SpinBreaks)
 	}
 	probes := append(append(linkProbes(built.Link, built.Master), ps.probes...), twinProbe...)
 	fcfg := fault.Config{Link: l.Name, Logger: env.Logger, Probes: probes}
@@ -498,6 +504,7 @@ func (l *LinkTable) newPartner(m *simulink.Master, env Env) (*simulink.Partner, 
 		// A partner at its loop's priority, and under SCHED_DEADLINE with
 		// it: it is a locked Go thread as the loop is, with the same waits.
 		Budget: l.budget, BudgetPeriod: l.Period(),
+		Guard: guardOf(l, env), Period: l.Period(),
 	})
 }
 
@@ -655,4 +662,13 @@ func writeFile(path string, write func(io.Writer) error) error {
 		return fmt.Errorf("config: %w", err)
 	}
 	return nil
+}
+
+// guardOf is the spin guard of the link's loop and partner threads: env's,
+// unless the link turns it off (loop.spin_guard = false).
+func guardOf(l *LinkTable, env Env) *realtime.SpinGuard {
+	if l.Loop.SpinGuard != nil && !*l.Loop.SpinGuard {
+		return nil
+	}
+	return env.Guard
 }

@@ -199,6 +199,12 @@ type LoopTable struct {
 	// machine deadline loops waited for a CPU more often than FIFO ones
 	// (docs/realtime.md §18).
 	Budget *AutoDuration `toml:"budget"`
+	// SpinGuard lets the process's spin guard demote a SCHED_FIFO loop
+	// (and its built-in partner) that runs outside its own code for longer
+	// than realtime.GuardThreshold: a loop spinning in the Go runtime for an
+	// ordinary thread it keeps off its CPU (bridge.LoopConfig.Guard,
+	// docs/realtime.md §19). Default true.
+	SpinGuard *bool `toml:"spin_guard"`
 }
 
 // UDPTable is [link.udp]: emioapi's endpoints and thresholds.
@@ -451,6 +457,9 @@ func (l *LinkTable) fillDefaults() {
 	}
 	if l.Loop.DMALatency == nil {
 		l.Loop.DMALatency = new(true)
+	}
+	if l.Loop.SpinGuard == nil {
+		l.Loop.SpinGuard = new(true)
 	}
 	u := &l.UDP
 	def := simulink.DefaultMasterConfig(0, 0)

@@ -221,6 +221,7 @@ func LoopFlags(fs *flag.FlagSet, cmd string, gate bool) func() (LoopTable, error
 	priority := fs.Int("priority", 80, "SCHED_FIFO priority of the loop threads (the scheduler model's one thread); 0 = normal")
 	cpu := fs.Int("cpu", -1, "pin every loop and its partner to this CPU and keep the process's other threads on the other CPUs (-1: no pinning)")
 	dma := fs.Bool("dma-latency", true, "hold /dev/cpu_dma_latency at 0 during the runs, as cyclictest does")
+	guard := fs.Bool("spin-guard", true, "demote a SCHED_FIFO loop (and its partner) that runs outside its own code past its threshold, as loop.spin_guard does")
 	budget := fs.String("budget", "0s", `unpinned loops and their partners: SCHED_DEADLINE CPU time per period, "auto" (shared, as loop.budget = "auto" does) or a duration; "0s" = SCHED_FIFO at -priority`)
 	var lead, spin *string
 	if gate {
@@ -228,7 +229,7 @@ func LoopFlags(fs *flag.FlagSet, cmd string, gate bool) func() (LoopTable, error
 		spin = fs.String("spin", "0s", `spin before each send: "auto" (learned), a duration, or "0s" (sleep only)`)
 	}
 	return func() (LoopTable, error) {
-		loop := LoopTable{Priority: *priority, CPU: cpu, DMALatency: dma, Budget: new(AutoDuration)}
+		loop := LoopTable{Priority: *priority, CPU: cpu, DMALatency: dma, Budget: new(AutoDuration), SpinGuard: guard}
 		read := func(name string, text *string, into *AutoDuration) error {
 			if err := into.UnmarshalText([]byte(*text)); err != nil {
 				return fmt.Errorf("bridge %s: -%s %q: want auto or a duration such as 100us", cmd, name, *text)

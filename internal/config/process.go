@@ -39,6 +39,33 @@ func (c *Config) SetUpProcess(partners bool, logger *slog.Logger) {
 	}
 }
 
+// StartSpinGuard starts the process's spin guard (realtime.SpinGuard) when a
+// link asks for it (loop.spin_guard, the default) and its loop runs under
+// SCHED_FIFO; nil when none needs it or it cannot start, which is logged
+// saying what to do. Close it after the links.
+func (c *Config) StartSpinGuard(logger *slog.Logger) *realtime.SpinGuard {
+	top := 0 // the highest priority of a guarded loop
+	for i := range c.Links {
+		if l := &c.Links[i].Loop; *l.SpinGuard {
+			top = max(top, l.Priority)
+		}
+	}
+	if top == 0 {
+		return nil
+	}
+	g, err := realtime.StartSpinGuard(realtime.SpinGuardConfig{})
+	if err != nil {
+		logger.Warn("the loops run without their spin guard: a loop that spins in the Go runtime can hold its CPU until the kernel's real-time throttling stops it (up to 0.95 s); set loop.spin_guard = false to silence this", "err", err)
+		return nil
+	}
+	if err := g.Refused(); err != nil {
+		logger.Warn(fmt.Sprintf("the spin guard runs as an ordinary thread, so it cannot break a spin on a CPU that a loop holds; grant LimitRTPRIO=%d (the loops' priority) or CAP_SYS_NICE", top), "err", err)
+	} else if p := g.Priority(); p < top {
+		logger.Warn(fmt.Sprintf("the spin guard runs at SCHED_FIFO %d, below the loops' %d, so it cannot break a spin on a CPU that a loop holds; grant LimitRTPRIO=%d or CAP_SYS_NICE", p, top, top))
+	}
+	return g
+}
+
 // niceWarning says what a refused [service] nice needs.
 func niceWarning(nice int, err error) string {
 	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {

@@ -110,3 +110,43 @@ func TestBenchLinkConfig(t *testing.T) {
 		t.Errorf("plant arm: %v", err)
 	}
 }
+
+// The process's spin guard starts when a SCHED_FIFO loop asks for it (the
+// default), not when none does, and a built link's loop gets it.
+func TestStartSpinGuard(t *testing.T) {
+	if !realtime.SpinGuardBuilt {
+		t.Skip("built without cgo: no spin guard (CGO_ENABLED=1)")
+	}
+	log := slog.New(slog.DiscardHandler)
+	for _, tc := range []struct {
+		name     string
+		priority int
+		guard    bool
+		want     bool
+	}{
+		{"real-time loops", 80, true, true},
+		{"spin_guard = false", 80, false, false},
+		{"normal priority", 0, true, false},
+	} {
+		c, err := SimLinks(2, 100, LoopTable{Priority: tc.priority, SpinGuard: new(tc.guard)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := c.StartSpinGuard(log)
+		if (g != nil) != tc.want {
+			t.Errorf("%s: guard %v, want one: %v", tc.name, g, tc.want)
+		}
+		if g != nil {
+			if err := g.Close(); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	c, err := SimLinks(1, 100, LoopTable{Priority: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !*c.Links[0].Loop.SpinGuard {
+		t.Error("loop.spin_guard defaults to false, want true")
+	}
+}

@@ -420,11 +420,14 @@ func runScheduler(runCtx, ctx context.Context, cfg LinksConfig, logger *slog.Log
 
 // LinkResult is one link of a links run: JSON field names of -json.
 type LinkResult struct {
-	Name     string  `json:"name"`
-	State    string  `json:"state"`
-	Ticks    uint64  `json:"ticks"`
-	Overruns uint64  `json:"overruns"`
-	PhaseUs  float64 `json:"phase_us"` // the deadlines' offset in the period (CLOCK_MONOTONIC mod period)
+	Name     string `json:"name"`
+	State    string `json:"state"`
+	Ticks    uint64 `json:"ticks"`
+	Overruns uint64 `json:"overruns"`
+	// SpinBreaks is how many times the spin guard demoted the link's loop
+	// thread (bridge.LoopConfig.Guard).
+	SpinBreaks uint64  `json:"spin_breaks"`
+	PhaseUs    float64 `json:"phase_us"` // the deadlines' offset in the period (CLOCK_MONOTONIC mod period)
 	// WakeUs is the wake-up lateness (against the planned wake-up: the
 	// deadline less the lead); SendUs the send lateness (the gate against
 	// the deadline).
@@ -483,6 +486,17 @@ type LinksRun struct {
 	// is the Go runtime's and the kernel's view of the run.
 	Stalls  *StallReport   `json:"stalls,omitempty"`
 	Runtime *RuntimeReport `json:"runtime,omitempty"`
+	// SpinGuard is what the spin guard did and cost; nil without one.
+	SpinGuard *GuardReport `json:"spin_guard,omitempty"`
+}
+
+// GuardReport is a run's spin guard (realtime.SpinGuard).
+type GuardReport struct {
+	Priority int     `json:"priority"` // SCHED_FIFO; 0 an ordinary thread
+	Passes   uint64  `json:"passes"`
+	Breaks   uint64  `json:"breaks"`    // over every link
+	CPUMs    float64 `json:"cpu_ms"`    // the guard thread's CPU time
+	CPUShare float64 `json:"cpu_share"` // of one CPU over the run
 }
 
 // LinksReport is `bridge bench links`: one run per count of links, in order.
@@ -519,7 +533,7 @@ func report(cfg LinksConfig, links []BenchLink, warns []error) LinksRun {
 	for _, b := range links {
 		t := b.Timing
 		r := LinkResult{
-			Name: b.Link.Name(), State: b.Link.State().String(), Ticks: t.ticks, Overruns: t.overruns,
+			Name: b.Link.Name(), State: b.Link.State().String(), Ticks: t.ticks, Overruns: t.overruns, SpinBreaks: b.Link.SpinBreaks(),
 			WakeUs: usLatency(&t.wake), SendUs: usLatency(&t.send), Status: map[string]uint64{},
 		}
 		if t.havePhase {
@@ -631,11 +645,11 @@ func (r LinksReport) WriteText(w io.Writer) error {
 		for _, warn := range run.Warnings {
 			fmt.Fprintf(&b, "warning: %s\n", warn)
 		}
-		fmt.Fprintf(&b, "%-12s %7s %5s  %-20s  %-20s  %-13s  %-20s  %9s  %8s  %s\n",
-			"link", "ticks", "overr", "wake µs p50/p99/max", "send µs p50/p99/max", "reply p50/p99", "partner dev µs", "rate Hz", "phase µs", "state")
+		fmt.Fprintf(&b, "%-12s %7s %5s %5s  %-20s  %-20s  %-13s  %-20s  %9s  %8s  %s\n",
+			"link", "ticks", "overr", "brk", "wake µs p50/p99/max", "send µs p50/p99/max", "reply p50/p99", "partner dev µs", "rate Hz", "phase µs", "state")
 		for _, l := range run.PerLink {
-			fmt.Fprintf(&b, "%-12s %7d %5d  %-20s  %-20s  %-13s  %-20s  %9.2f  %8.1f  %s\n",
-				l.Name, l.Ticks, l.Overruns,
+			fmt.Fprintf(&b, "%-12s %7d %5d %5d  %-20s  %-20s  %-13s  %-20s  %9.2f  %8.1f  %s\n",
+				l.Name, l.Ticks, l.Overruns, l.SpinBreaks,
 				fmt.Sprintf("%.1f/%.1f/%.1f", l.WakeUs.P50, l.WakeUs.P99, l.WakeUs.Max),
 				fmt.Sprintf("%.1f/%.1f/%.1f", l.SendUs.P50, l.SendUs.P99, l.SendUs.Max),
 				fmt.Sprintf("%.1f/%.1f", l.ReplyUs.P50, l.ReplyUs.P99),
@@ -645,6 +659,10 @@ func (r LinksReport) WriteText(w io.Writer) error {
 		s := run.Summary
 		fmt.Fprintf(&b, "summary  links %d  median p99 µs: send %.1f%s  wake %.1f  partner deviation %.1f%s\n",
 			run.Links, s.SendP99Us, fmtLinksRatio(s.SendRatio, s.RatioTo), s.WakeP99Us, s.PartnerP99Us, fmtLinksRatio(s.PartnerRatio, s.RatioTo))
+		if g := run.SpinGuard; g != nil {
+			fmt.Fprintf(&b, "spin guard  SCHED_FIFO %d  passes %d  breaks %d  cpu %.1f ms (%.2f %% of a CPU)\n",
+				g.Priority, g.Passes, g.Breaks, g.CPUMs, g.CPUShare*100)
+		}
 		if run.Stalls != nil {
 			if err := run.Stalls.WriteText(&b); err != nil {
 				return err

@@ -45,6 +45,9 @@ type LateTick struct {
 	// a CPU no more often than usual; in a wait of the runtime's as well
 	// (a hand-over of a P is one more block and wake-up) when more often.
 	Runs, UsualRuns int64
+	// Breaks is how many times the spin guard demoted the loop thread over
+	// the same span (bridge.LoopConfig.Guard); -1 unknown.
+	Breaks int64
 }
 
 // End is when the stall ended: the later of the wake-up and the send.
@@ -86,6 +89,9 @@ type tickStalls struct {
 	statBuf   [64]byte
 	last      threadStat // at the end of the tick before
 	usualRuns int64      // runs over the last tick on time; -1 unknown
+
+	breaks     func() uint64 // the loop's spin-guard breaks; nil unknown
+	lastBreaks uint64
 }
 
 // threadStat is a thread's kernel accounting (proc(5), /proc/PID/schedstat):
@@ -201,7 +207,10 @@ func (s *tickStalls) observed(r LateTick, late bool) {
 			s.dropped++
 		} else {
 			r.CPU, r.SleptCPU = cpu, s.lastCPU
-			r.Ran, r.Waited, r.Runs, r.UsualRuns = -1, -1, -1, s.usualRuns
+			r.Ran, r.Waited, r.Runs, r.UsualRuns, r.Breaks = -1, -1, -1, s.usualRuns, -1
+			if s.breaks != nil {
+				r.Breaks = int64(s.breaks() - s.lastBreaks)
+			}
 			if both {
 				r.Ran, r.Waited, r.Runs = st.ran-s.last.ran, st.waited-s.last.waited, st.runs-s.last.runs
 			}
@@ -213,7 +222,15 @@ func (s *tickStalls) observed(r LateTick, late bool) {
 		s.usualRuns = -1
 	}
 	s.lastCPU, s.last = cpu, st
+	if s.breaks != nil {
+		s.lastBreaks = s.breaks()
+	}
 }
+
+// CountBreaks gives the observer the loop's count of spin-guard breaks
+// (bridge.Link.SpinBreaks), so that each late tick says whether the guard
+// broke it. Call it before the run; breaks must not block or allocate.
+func (t *LinkTiming) CountBreaks(breaks func() uint64) { t.stalls.breaks = breaks }
 
 // currentCPU is getcpu(2).
 func currentCPU() int32 {
@@ -359,7 +376,7 @@ func AttributeTimeout(at, period int64, spikes []Spike, maxSpike int64, late []L
 	if !watched {
 		return TimeoutUnknown
 	}
-	window := LateTick{Planned: from, Wake: from, Send: at, CPU: -1, SleptCPU: -1, Waited: -1, Ran: -1, Runs: -1, UsualRuns: -1}
+	window := LateTick{Planned: from, Wake: from, Send: at, CPU: -1, SleptCPU: -1, Waited: -1, Ran: -1, Runs: -1, UsualRuns: -1, Breaks: -1}
 	if a, _, _ := Attribute(window, spikes, maxSpike, period); a == AttrMachine {
 		return TimeoutMachine
 	}
@@ -413,6 +430,7 @@ type Stall struct {
 	RanUs          float64     `json:"ran_us"`     // on a CPU (LateTick.Ran); -1 unknown
 	Runs           int64       `json:"runs"`       // put on a CPU (LateTick.Runs); -1 unknown
 	UsualRuns      int64       `json:"usual_runs"` // as many over a tick on time; -1 unknown
+	Breaks         int64       `json:"breaks"`     // spin-guard demotions over it (LateTick.Breaks); -1 unknown
 	Attribution    Attribution `json:"attribution"`
 	Spike          *SpikeUs    `json:"cyclictest_spike,omitempty"` // the largest overlapping one
 	rec            LateTick
@@ -510,7 +528,7 @@ func NewStallReport(links []BenchLink, watch *WatchResult, watchErr error, runSt
 			st := Stall{
 				Link: ls.Name, AtS: sec(r.Planned), LatenessUs: usRound(r.Lateness()),
 				WakeLatenessUs: usRound(r.WakeLateness()), SendLatenessUs: usRound(r.SendLateness()), CPU: int(r.CPU), SleptCPU: int(r.SleptCPU), rec: r,
-				WaitedUs: -1, RanUs: -1, Runs: r.Runs, UsualRuns: r.UsualRuns,
+				WaitedUs: -1, RanUs: -1, Runs: r.Runs, UsualRuns: r.UsualRuns, Breaks: r.Breaks,
 			}
 			if r.Waited >= 0 && r.Ran >= 0 {
 				st.WaitedUs, st.RanUs = usRound(r.Waited), usRound(r.Ran)
@@ -653,14 +671,18 @@ func (s StallReport) WriteText(w io.Writer) error {
 		b.WriteByte('\n')
 	}
 	if len(s.Largest) > 0 {
-		fmt.Fprintf(&b, "  largest stalls:\n  %8s  %-12s %9s %9s %9s %9s %9s %4s  %-36s  %s\n", "at s", "link", "late µs", "wake µs", "send µs", "waited µs", "ran µs", "cpu", "attribution", "cyclictest spike")
+		fmt.Fprintf(&b, "  largest stalls:\n  %8s  %-12s %9s %9s %9s %9s %9s %4s %4s  %-36s  %s\n", "at s", "link", "late µs", "wake µs", "send µs", "waited µs", "ran µs", "cpu", "brk", "attribution", "cyclictest spike")
 		for _, st := range s.Largest {
 			spike := "-"
 			if sp := st.Spike; sp != nil {
 				spike = fmt.Sprintf("cpu%d %.0f µs from %.3f s (covers %.0f%%)", sp.CPU, sp.LatencyUs, sp.AtS, sp.Covered*100)
 			}
-			fmt.Fprintf(&b, "  %8.3f  %-12s %9.1f %9.1f %9.1f %9s %9s %5s  %-36s  %s\n", st.AtS, st.Link, st.LatenessUs, st.WakeLatenessUs, st.SendLatenessUs,
-				optUs(st.WaitedUs), optUs(st.RanUs), fmt.Sprintf("%d>%d", st.SleptCPU, st.CPU), st.Attribution, spike)
+			brk := "-"
+			if st.Breaks >= 0 {
+				brk = strconv.FormatInt(st.Breaks, 10)
+			}
+			fmt.Fprintf(&b, "  %8.3f  %-12s %9.1f %9.1f %9.1f %9s %9s %5s %4s  %-36s  %s\n", st.AtS, st.Link, st.LatenessUs, st.WakeLatenessUs, st.SendLatenessUs,
+				optUs(st.WaitedUs), optUs(st.RanUs), fmt.Sprintf("%d>%d", st.SleptCPU, st.CPU), brk, st.Attribution, spike)
 		}
 	}
 	if len(s.Timeline) > 0 {
@@ -697,7 +719,7 @@ func optUs(v float64) string {
 
 // stallCSVHeader is the header row of WriteStallsCSV.
 var stallCSVHeader = []string{"links", "link", "at_s", "planned_ns", "deadline_ns", "wake_ns", "send_ns", "lateness_us", "wake_lateness_us",
-	"send_lateness_us", "slept_cpu", "cpu", "waited_us", "ran_us", "runs", "usual_runs", "attribution", "spike_cpu", "spike_latency_us", "spike_at_s"}
+	"send_lateness_us", "slept_cpu", "cpu", "waited_us", "ran_us", "runs", "usual_runs", "attribution", "spike_cpu", "spike_latency_us", "spike_at_s", "breaks"}
 
 // WriteStallsCSV writes every late tick of every run, one row each, its
 // instants on CLOCK_MONOTONIC in ns.
@@ -715,7 +737,7 @@ func (r LinksReport) WriteStallsCSV(w io.Writer) error {
 			row := []string{strconv.Itoa(run.Links), st.Link, f(st.AtS), strconv.FormatInt(st.rec.Planned, 10),
 				strconv.FormatInt(st.rec.Deadline, 10), strconv.FormatInt(st.rec.Wake, 10), strconv.FormatInt(st.rec.Send, 10),
 				f(st.LatenessUs), f(st.WakeLatenessUs), f(st.SendLatenessUs), strconv.Itoa(st.SleptCPU), strconv.Itoa(st.CPU),
-				f(st.WaitedUs), f(st.RanUs), strconv.FormatInt(st.Runs, 10), strconv.FormatInt(st.UsualRuns, 10), string(st.Attribution), "", "", ""}
+				f(st.WaitedUs), f(st.RanUs), strconv.FormatInt(st.Runs, 10), strconv.FormatInt(st.UsualRuns, 10), string(st.Attribution), "", "", "", strconv.FormatInt(st.Breaks, 10)}
 			if sp := st.Spike; sp != nil {
 				row[17], row[18], row[19] = strconv.Itoa(sp.CPU), f(sp.LatencyUs), f(sp.AtS)
 			}

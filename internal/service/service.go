@@ -36,6 +36,7 @@ type Service struct {
 	links  []*config.Built
 	sup    *bridge.Supervisor
 	server *metrics.Server
+	guard  *realtime.SpinGuard // nil: none
 }
 
 // New builds every link of cfg and the supervisor that runs them, after
@@ -53,9 +54,12 @@ func New(cfg *config.Config, from, version string, env config.Env, metricsAddr s
 	}
 	cfg.SetUpProcess(env.Partner, env.Logger)
 	s := &Service{logger: env.Logger, sup: bridge.NewSupervisor(bridge.SupervisorConfig{Logger: env.Logger})}
+	s.guard = cfg.StartSpinGuard(env.Logger)
+	env.Guard = s.guard
 	reg := metrics.NewRegistry()
 	set, err := metrics.New(reg, metrics.ThisBuild(version))
 	if err != nil {
+		s.Close()
 		return nil, err
 	}
 	env.Metrics, env.Clock = set, realtime.NewClock()
@@ -63,6 +67,7 @@ func New(cfg *config.Config, from, version string, env config.Env, metricsAddr s
 		env.Home, _ = os.UserHomeDir()
 	}
 	if s.links, err = cfg.Supervise(env, s.sup); err != nil {
+		s.Close()
 		return nil, err
 	}
 	if metricsAddr != "" {
@@ -117,6 +122,9 @@ func (s *Service) Close() {
 	}
 	if s.server != nil {
 		s.server.Close()
+	}
+	if s.guard != nil {
+		s.guard.Close() // after the links: no loop left to watch
 	}
 }
 
