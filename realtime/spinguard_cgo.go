@@ -28,8 +28,9 @@ typedef struct {
 	uint64_t failures;  // demotions the kernel refused
 	// Guard thread only.
 	int64_t  seen_mark, prev_at, prev_cpu, prev_delay, run_from;
+	int64_t  next_look, gap; // a blocked thread is looked at less and less often
 	int32_t  fd, fd_tid;  // the thread's schedstat file, for fd_tid
-	int64_t  pad[5];
+	int64_t  pad[3];
 } sg_slot;
 
 enum { sg_free = 0, sg_watched = 1, sg_demoting = 2, sg_demoted = 3 };
@@ -92,6 +93,7 @@ static void sg_check(sg_guard *g, sg_slot *s, int64_t now) {
 	int64_t mark = __atomic_load_n(&s->mark, __ATOMIC_ACQUIRE);
 	int64_t since = now - mark;
 	if (since < s->threshold / 2) return;
+	if (s->seen_mark == mark && now < s->next_look) return;
 	int64_t cpu = sg_cpu(s->tid);
 	int64_t delay = sg_delay(s);
 	if (cpu < 0 || delay < 0) return; // the thread is gone
@@ -101,6 +103,7 @@ static void sg_check(sg_guard *g, sg_slot *s, int64_t now) {
 		s->prev_cpu = cpu;
 		s->prev_delay = delay;
 		s->run_from = now;
+		s->next_look = s->gap = 0;
 		return;
 	}
 	// A spin never blocks: over each window the thread ran or waited for a
@@ -113,6 +116,15 @@ static void sg_check(sg_guard *g, sg_slot *s, int64_t now) {
 	s->prev_at = now;
 	s->prev_cpu = cpu;
 	s->prev_delay = delay;
+	if (dc * 10 < dt) {
+		// Blocked (waiting for a datagram, a link that is down): look
+		// again after 2, 4, then 8 intervals, not at every pass; a spin
+		// that starts meanwhile is found at most 8 intervals later.
+		s->gap = s->gap ? (s->gap * 2 < 8 * g->interval ? s->gap * 2 : 8 * g->interval) : 2 * g->interval;
+		s->next_look = now + s->gap;
+	} else {
+		s->next_look = s->gap = 0;
+	}
 	if (since < s->threshold || now - s->run_from < s->threshold / 2) return;
 	// Running the whole time, outside its own code, for longer than it may:
 	// let the ordinary threads of its CPU run.
@@ -162,7 +174,9 @@ static void *sg_main(void *arg) {
 		for (int i = 0; i < g->nslots; i++) {
 			sg_slot *s = &g->slots[i];
 			if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != sg_watched) continue;
-			int64_t at = __atomic_load_n(&s->mark, __ATOMIC_ACQUIRE) + s->threshold / 2;
+			int64_t mark = __atomic_load_n(&s->mark, __ATOMIC_ACQUIRE);
+			int64_t at = mark + s->threshold / 2;
+			if (s->seen_mark == mark && s->next_look > at) at = s->next_look;
 			if (at < wake) wake = at;
 		}
 		if (wake < last + g->interval) wake = last + g->interval;

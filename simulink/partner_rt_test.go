@@ -304,3 +304,35 @@ func TestPartnerFIFONotPermitted(t *testing.T) {
 		t.Errorf("the warning names neither the priority nor the fix:\n%s", logs.String())
 	}
 }
+
+// A partner watched by the spin guard answers as before, and its receive
+// thread, blocked between datagrams far longer than its threshold, is not
+// demoted: the guard takes only a thread that keeps running.
+func TestPartnerFIFOGuarded(t *testing.T) {
+	ptNeedFIFO(t)
+	if !realtime.SpinGuardBuilt {
+		t.Skip("built without cgo: no spin guard (CGO_ENABLED=1)")
+	}
+	g, err := realtime.StartSpinGuard(realtime.SpinGuardConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	r := ptNewRig(t, func(c *PartnerConfig) { c.Priority, c.Guard, c.Period = ptFIFO, g, time.Millisecond })
+	for i := range 3 {
+		r.send(ptDatagram(-1, 0, 0, 0, 0, 0, 0, 0))
+		r.recv()
+		// Idle for at least 20 of the guard's passes, 5 ms or more, far
+		// past the partner's 0.5 ms threshold.
+		for before := g.Passes(); g.Passes() < before+20; {
+			time.Sleep(time.Millisecond)
+		}
+		attr, err := unix.SchedGetAttr(r.p.threadID(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if attr.Policy != unix.SCHED_FIFO {
+			t.Fatalf("round %d: the idle receive thread has policy %d, want SCHED_FIFO: the guard demoted a blocked thread", i, attr.Policy)
+		}
+	}
+}
