@@ -3,6 +3,7 @@
 package realtime
 
 /*
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -145,6 +146,7 @@ static void sg_check(sg_guard *g, sg_slot *s, int64_t now) {
 
 static void *sg_main(void *arg) {
 	sg_guard *g = arg;
+	pthread_setname_np(pthread_self(), "spin-guard"); // for ps -L and top -H
 	struct sched_param p;
 	memset(&p, 0, sizeof p);
 	p.sched_priority = g->priority;

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -210,4 +211,23 @@ func TestSpinGuardMarkAllocs(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// The guard's thread is named, so that ps -L and top -H show it.
+func TestSpinGuardThreadNamed(t *testing.T) {
+	g, err := StartSpinGuard(SpinGuardConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		if comm, err := os.ReadFile("/proc/self/task/" + task.Name() + "/comm"); err == nil && string(comm) == "spin-guard\n" {
+			return
+		}
+	}
+	t.Error("no thread named spin-guard in /proc/self/task")
 }
