@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/realtime"
 )
 
@@ -491,17 +492,7 @@ func ExampleLoop() {
 // spinning in the runtime: both run without reaching the loop's code), and
 // the loop's next step restores SCHED_FIFO at its priority.
 func TestLoopSpinGuard(t *testing.T) {
-	if !realtime.SpinGuardBuilt {
-		t.Skip("built without cgo: no spin guard (CGO_ENABLED=1)")
-	}
-	g, err := realtime.StartSpinGuard(realtime.SpinGuardConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	if err := g.Refused(); err != nil {
-		t.Skipf("the guard's thread needs SCHED_FIFO (run as root or with CAP_SYS_NICE): %v", err)
-	}
+	g := testutil.SpinGuard(t)
 	l, err := NewLoop(LoopConfig{Period: 10 * time.Millisecond, Priority: 20, CPU: -1, Guard: g, GuardAfter: time.Millisecond},
 		realtime.NewClock(), nil, nil)
 	if err != nil {

@@ -57,32 +57,11 @@ func startGuard(t *testing.T) *SpinGuard {
 }
 
 // A real-time thread that runs without a mark for longer than its
-// threshold is demoted to SCHED_OTHER, and its next Check restores
-// SCHED_FIFO. The spin here is the test's own busy loop: what the guard
-// sees of a loop spinning in the runtime (running, not in its own code).
-func TestSpinGuardDemotesARunningThread(t *testing.T) {
-	g := startGuard(t)
-	onFIFOThread(t, func(th *Thread) error {
-		w, err := g.Watch(th, 2*time.Millisecond)
-		if err != nil {
-			return err
-		}
-		defer w.Release()
-		w.MarkNow()
-		// Busy until demoted; a machine so loaded that the thread never
-		// runs 1 ms on end makes this slow, not wrong.
-		for w.Breaks() == 0 {
-		}
-		if p := policyOf(t); p != unix.SCHED_NORMAL {
-			t.Errorf("policy after a break = %d, want SCHED_OTHER (SCHED_NORMAL, %d)", p, unix.SCHED_NORMAL)
-		}
-		return nil
-	})
-}
-
-// After a break, Mark and Check put the thread back to SCHED_FIFO at its
-// priority, and the guard watches it again.
-func TestSpinGuardCheckRestores(t *testing.T) {
+// threshold is demoted to SCHED_OTHER (the spin here is the test's own
+// busy loop: what the guard sees of a loop spinning in the runtime,
+// running and not in its own code); Mark and Check put it back to
+// SCHED_FIFO at its priority, and the guard watches it again.
+func TestSpinGuardDemotesAndCheckRestores(t *testing.T) {
 	g := startGuard(t)
 	onFIFOThread(t, func(th *Thread) error {
 		w, err := g.Watch(th, 2*time.Millisecond)
@@ -92,7 +71,14 @@ func TestSpinGuardCheckRestores(t *testing.T) {
 		defer w.Release()
 		for round := 1; round <= 2; round++ {
 			w.MarkNow()
+			// Busy until demoted; a machine so loaded that the thread
+			// never runs 1 ms on end makes this slow, not wrong.
 			for w.Breaks() < uint64(round) {
+			}
+			for s := w.s.Load(); s.load() == slotDemoting; {
+			}
+			if p := policyOf(t); p != unix.SCHED_NORMAL {
+				t.Errorf("round %d: policy after a break = %d, want SCHED_OTHER (SCHED_NORMAL, %d)", round, p, unix.SCHED_NORMAL)
 			}
 			for !w.Check() { // the guard's last store may follow its count
 				w.MarkNow()

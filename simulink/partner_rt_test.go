@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/labbridge/bridge/realtime"
 	"golang.org/x/sys/unix"
+
+	"github.com/labbridge/bridge/internal/testutil"
+	"github.com/labbridge/bridge/realtime"
 )
 
 // ptFIFO is the priority of the FIFO-mode tests: below a link loop's 80, as
@@ -310,14 +312,7 @@ func TestPartnerFIFONotPermitted(t *testing.T) {
 // demoted: the guard takes only a thread that keeps running.
 func TestPartnerFIFOGuarded(t *testing.T) {
 	ptNeedFIFO(t)
-	if !realtime.SpinGuardBuilt {
-		t.Skip("built without cgo: no spin guard (CGO_ENABLED=1)")
-	}
-	g, err := realtime.StartSpinGuard(realtime.SpinGuardConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	g := testutil.SpinGuard(t)
 	r := ptNewRig(t, func(c *PartnerConfig) { c.Priority, c.Guard, c.Period = ptFIFO, g, time.Millisecond })
 	for i := range 3 {
 		r.send(ptDatagram(-1, 0, 0, 0, 0, 0, 0, 0))
