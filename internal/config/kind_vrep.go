@@ -355,18 +355,17 @@ func (p *VREPPlant) unwritten() []string {
 	return nil
 }
 
-// twinThresholds implements twinned: vrep's, for the seed's AZ scene
-// (a ZMQ scene's joints have no model here yet).
-func (p *VREPPlant) twinThresholds() map[string]float64 {
-	if p.protocol != vrep.AZ {
-		return nil
-	}
-	return vrep.TwinThresholds()
-}
+// twinThresholds implements twinned: vrep's, for the seed's AZ scene and a
+// ZMQ scene's joints alike.
+func (p *VREPPlant) twinThresholds() map[string]float64 { return vrep.TwinThresholds() }
 
 // twin implements twinned: the AZ scene without its socket, stepping
-// [link.plant.sim] step per exchange (V-REP's 50 ms by default).
+// [link.plant.sim] step per exchange (V-REP's 50 ms by default), or the
+// ZMQ scene's world (zmqTwin).
 func (p *VREPPlant) twin(*builder) (twinSpec, error) {
+	if p.protocol == vrep.ZMQ {
+		return p.zmqTwin()
+	}
 	cfg := vrepsim.AZModelConfig{Step: p.Sim.Step.Duration, VelTimeout: p.VelTimeout.Duration}
 	var angles []string
 	for _, n := range p.Measure {
@@ -400,4 +399,37 @@ func (p *VREPPlant) twin(*builder) (twinSpec, error) {
 		}
 		return vrep.DescribeDivergence(name, d, f.Size, f.For)
 	}}, nil
+}
+
+// zmqTwin is the twin of a ZMQ scene: the simulated scene's world, driven
+// as the link drives the scene (vrepsim.ZMQModel), with [link.plant.sim]
+// step (CoppeliaSim's 50 ms by default) and the simulated joints' speed
+// bound. Its joints are named by their paths.
+func (p *VREPPlant) zmqTwin() (twinSpec, error) {
+	cfg := vrepsim.ZMQModelConfig{Step: p.Sim.Step.Duration, MaxSpeed: vrepsim.DefaultMaxSpeed, Joints: len(p.Joints),
+		Position: p.mode == vrep.Position, Stepping: *p.Stepping, VelTimeout: p.VelTimeout.Duration}
+	cfg.Measure = append(cfg.Measure, 0) // sim_time, then the angles (vrep.Layout)
+	for j := range p.Joints {
+		cfg.Measure = append(cfg.Measure, j+1)
+		cfg.Command = append(cfg.Command, j)
+	}
+	m, err := vrepsim.NewZMQModel(cfg)
+	if err != nil {
+		return twinSpec{}, err
+	}
+	spec := twinSpec{model: m, skip: []string{"sim_time"}, words: func(f shadow.Fault) string {
+		name := fmt.Sprintf("%s %d", f.Field, f.Index)
+		if f.Field == "angles" && f.Index >= 1 && f.Index <= len(p.Joints) {
+			name = "joint " + p.Joints[f.Index-1]
+		}
+		d := f.Last
+		if f.Ended {
+			d = f.Size
+		}
+		return vrep.DescribeDivergence(name, d, f.Size, f.For)
+	}}
+	if p.mode == vrep.Velocity {
+		spec.integrating = []string{"angles"} // what a slip cost stays
+	}
+	return spec, nil
 }

@@ -36,8 +36,6 @@ func TestRefusedValues(t *testing.T) {
 		{link + "[link.shadow]\nhold = \"2m\"\n", pre + `link "emio".shadow.hold = "2m0s": want 0s..1m, like "500ms"; remove the key for the default, 500ms`},
 		{link + "[link.shadow.threshold]\nangels = 0.1\n", pre + `link "emio".shadow.threshold.angels = 0.1: want a measured field of the plant: markers, angles (did you mean "angles"?)`},
 		{link + "[link.shadow.threshold]\nangles = -1.0\n", pre + `link "emio".shadow.threshold.angles = -1: want a positive number of rad`},
-		{"[[link]]\nname = \"s\"\n[link.plant]\nkind = \"vrep\"\nprotocol = \"zmq\"\njoints = [\"/L\", \"/R\"]\nmode = \"position\"\n[link.shadow]\nenabled = true\n",
-			pre + `link "s".shadow.enabled = true: want false: plant kind "vrep" has no model to run beside it here yet (the twin models kinds emio, sim and meca500, and vrep over az)`},
 		{"\x00\x01\xff\xfe garbage", pre + `the file is not a TOML text file (a NUL byte or invalid UTF-8 in its first KB): give the path of a bridge.toml, a UTF-8 text file`},
 		{"# \xff\n", pre + `the file is not a TOML text file (a NUL byte or invalid UTF-8 in its first KB): give the path of a bridge.toml, a UTF-8 text file`},
 		{link + "apply = \"\x1b\"\n", pre + "toml: error: TOML files cannot contain control characters: '0x1b'\n\nAt line 3, column 9:\n\n      1 | [[link]]\n      2 | name = \"emio\"\n      3 | apply = \"\\x1b\"\n                  ^\n"},

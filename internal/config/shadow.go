@@ -101,7 +101,7 @@ const maxShadowHold = time.Minute
 func (l *LinkTable) validateShadow(v *validator) {
 	s := l.Shadow
 	if s.Enabled && !hasTwin(l.Plant) {
-		v.bad("shadow.enabled", true, fmt.Sprintf("false: plant kind %q has no model to run beside it here yet (the twin models kinds emio, sim and meca500, and vrep over az)", l.Plant.Kind()))
+		v.bad("shadow.enabled", true, fmt.Sprintf("false: plant kind %q has no model to run beside it here yet (the twin models kinds emio, sim, meca500 and vrep)", l.Plant.Kind()))
 	}
 	if h := s.Hold.Duration; h < 0 || h > maxShadowHold {
 		v.bad("shadow.hold", quote(h.String()), `0s..1m, like "500ms"; remove the key for the default, 500ms`)

@@ -6,12 +6,14 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	defaultconfig "github.com/labbridge/bridge"
 	"github.com/labbridge/bridge/bridge"
 	"github.com/labbridge/bridge/emio"
 	"github.com/labbridge/bridge/internal/fault"
@@ -19,6 +21,7 @@ import (
 	"github.com/labbridge/bridge/internal/shadow"
 	"github.com/labbridge/bridge/internal/testutil"
 	"github.com/labbridge/bridge/simulink"
+	"github.com/labbridge/bridge/vrep"
 	"github.com/labbridge/bridge/vrep/vrepsim"
 )
 
@@ -222,6 +225,57 @@ func TestShadowFindsASlippingWheel(t *testing.T) {
 		t.Errorf("fault %q, want the right wheel named", a.Detail)
 	}
 	t.Logf("found: %s", a)
+}
+
+// zmqDoc is the embedded default with its V-REP link over the ZMQ remote
+// API, extra added to its [link.plant].
+func zmqDoc(extra string) string {
+	doc := string(defaultconfig.TOML())
+	doc = strings.Replace(doc, `protocol = "az"`, `protocol = "zmq"`+"\n"+extra, 1)
+	return regexp.MustCompile(`(?m)^(measure|command) = .*$`).ReplaceAllString(doc, "")
+}
+
+// A ZMQ scene's twin (the simulated scene's world, driven as the link
+// drives the scene) follows its joints in each way the link can drive
+// them, with no fault, and names a joint whose drive slips in the scene.
+func TestShadowFindsASlippingZMQJoint(t *testing.T) {
+	for _, tc := range []struct{ name, extra, slip string }{
+		{"velocity, lock step", "", "30"},
+		{"velocity, free-running", "stepping = false\n", "30"},
+		// A joint under position control still reaches a target that
+		// moves slower than it can: the partner's sine asks up to 0.47
+		// rad/s, so this drive keeps 5 % of its 2 rad/s.
+		{"position, lock step", "mode = \"position\"\n", "5"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := buildVREPFrom(t, testEnv(t), zmqDoc(tc.extra), func(l *LinkTable, _ *VREPPlant) { l.Shadow.Enabled = true })
+			if b.Shadow == nil || b.VREP == nil || b.VREP.ZMQ == nil {
+				t.Fatal("no ZMQ scene with a twin built")
+			}
+			serveBuilt(t, b)
+			var s shadow.Snapshot
+			testutil.WaitFor(t, "the twin to follow the scene", func() bool {
+				b.Shadow.Snapshot(&s)
+				return b.Link.State() == bridge.Running && s.Ticks > 60
+			})
+			if _, on := shadowFault(b); on || len(s.Faults) > 0 {
+				t.Fatalf("a fault before any was injected: %v", s.Faults)
+			}
+			if _, err := Control([]*Built{b}, strings.Fields("vrep slip 2 "+tc.slip)); err != nil {
+				t.Fatal(err)
+			}
+			var a fault.Active
+			testutil.WaitFor(t, "the slipping joint found", func() bool {
+				var on bool
+				a, on = shadowFault(b)
+				return on
+			})
+			if !strings.HasPrefix(a.Detail, "joint "+vrep.DefaultJoints[1]+" is ") {
+				t.Errorf("fault %q, want joint %s named", a.Detail, vrep.DefaultJoints[1])
+			}
+			t.Logf("found: %s", a)
+		})
+	}
 }
 
 // With the link's tap on, the twin sends its divergence as a stream of its

@@ -25,6 +25,10 @@ const (
 	StateRunning = 17 // sim.simulation_advancing_running
 )
 
+// DefaultMaxSpeed bounds a joint under position control in a ZMQ scene
+// and its model (rad/s).
+const DefaultMaxSpeed = 2.0
+
 // ZMQConfig configures a ZMQ scene.
 type ZMQConfig struct {
 	// Joints are the joints' object paths (/MotorLeft, /MotorRight).
@@ -81,7 +85,7 @@ func NewZMQ(cfg ZMQConfig) (*ZMQ, error) {
 		cfg.Step = 50 * time.Millisecond
 	}
 	if cfg.MaxSpeed == 0 {
-		cfg.MaxSpeed = 2
+		cfg.MaxSpeed = DefaultMaxSpeed
 	}
 	if cfg.Delay == 0 {
 		cfg.Delay = 100 * time.Millisecond
