@@ -200,31 +200,7 @@ func findsAPayload(t *testing.T, b *Built) {
 // drive that slips in the scene (the scene says nothing) is named.
 func TestShadowFindsASlippingWheel(t *testing.T) {
 	b := buildVREP(t, testEnv(t), func(l *LinkTable, _ *VREPPlant) { l.Shadow.Enabled = true })
-	if b.Shadow == nil {
-		t.Fatal("no twin built")
-	}
-	serveBuilt(t, b)
-	var s shadow.Snapshot
-	testutil.WaitFor(t, "the twin to follow the scene", func() bool {
-		b.Shadow.Snapshot(&s)
-		return b.Link.State() == bridge.Running && s.Ticks > 60
-	})
-	if _, on := shadowFault(b); on || len(s.Faults) > 0 {
-		t.Fatalf("a fault before any was injected: %v", s.Faults)
-	}
-	if _, err := Control([]*Built{b}, strings.Fields("vrep slip 2 30")); err != nil {
-		t.Fatal(err)
-	}
-	var a fault.Active
-	testutil.WaitFor(t, "the slipping wheel found", func() bool {
-		var on bool
-		a, on = shadowFault(b)
-		return on
-	})
-	if !strings.HasPrefix(a.Detail, "right_angle is ") {
-		t.Errorf("fault %q, want the right wheel named", a.Detail)
-	}
-	t.Logf("found: %s", a)
+	findsASlip(t, b, "30", "right_angle is ")
 }
 
 // zmqDoc is the embedded default with its V-REP link over the ZMQ remote
@@ -249,33 +225,44 @@ func TestShadowFindsASlippingZMQJoint(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := buildVREPFrom(t, testEnv(t), zmqDoc(tc.extra), func(l *LinkTable, _ *VREPPlant) { l.Shadow.Enabled = true })
-			if b.Shadow == nil || b.VREP == nil || b.VREP.ZMQ == nil {
-				t.Fatal("no ZMQ scene with a twin built")
+			if b.VREP == nil || b.VREP.ZMQ == nil {
+				t.Fatal("no ZMQ scene built")
 			}
-			serveBuilt(t, b)
-			var s shadow.Snapshot
-			testutil.WaitFor(t, "the twin to follow the scene", func() bool {
-				b.Shadow.Snapshot(&s)
-				return b.Link.State() == bridge.Running && s.Ticks > 60
-			})
-			if _, on := shadowFault(b); on || len(s.Faults) > 0 {
-				t.Fatalf("a fault before any was injected: %v", s.Faults)
-			}
-			if _, err := Control([]*Built{b}, strings.Fields("vrep slip 2 "+tc.slip)); err != nil {
-				t.Fatal(err)
-			}
-			var a fault.Active
-			testutil.WaitFor(t, "the slipping joint found", func() bool {
-				var on bool
-				a, on = shadowFault(b)
-				return on
-			})
-			if !strings.HasPrefix(a.Detail, "joint "+vrep.DefaultJoints[1]+" is ") {
-				t.Errorf("fault %q, want joint %s named", a.Detail, vrep.DefaultJoints[1])
-			}
-			t.Logf("found: %s", a)
+			findsASlip(t, b, tc.slip, "joint "+vrep.DefaultJoints[1]+" is ")
 		})
 	}
+}
+
+// findsASlip serves b's scene with its twin, checks that no fault comes
+// while the twin follows, slips joint 2 to pct % of its target and waits
+// for the fault, whose detail must begin with named.
+func findsASlip(t *testing.T, b *Built, pct, named string) {
+	t.Helper()
+	if b.Shadow == nil {
+		t.Fatal("no twin built")
+	}
+	serveBuilt(t, b)
+	var s shadow.Snapshot
+	testutil.WaitFor(t, "the twin to follow the scene", func() bool {
+		b.Shadow.Snapshot(&s)
+		return b.Link.State() == bridge.Running && s.Ticks > 60
+	})
+	if _, on := shadowFault(b); on || len(s.Faults) > 0 {
+		t.Fatalf("a fault before any was injected: %v", s.Faults)
+	}
+	if _, err := Control([]*Built{b}, strings.Fields("vrep slip 2 "+pct)); err != nil {
+		t.Fatal(err)
+	}
+	var a fault.Active
+	testutil.WaitFor(t, "the slipping joint found", func() bool {
+		var on bool
+		a, on = shadowFault(b)
+		return on
+	})
+	if !strings.HasPrefix(a.Detail, named) {
+		t.Errorf("fault %q, want it to begin %q", a.Detail, named)
+	}
+	t.Logf("found: %s", a)
 }
 
 // With the link's tap on, the twin sends its divergence as a stream of its

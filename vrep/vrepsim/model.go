@@ -96,12 +96,7 @@ func (m *AZModel) Measure(dst []float64) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for i, k := range m.cfg.Measure {
-		dst[i] = math.NaN()
-		if m.have {
-			dst[i] = m.reply[k]
-		}
-	}
+	readInto(dst, m.cfg.Measure, m.reply[:], m.have)
 	return nil
 }
 
@@ -110,10 +105,8 @@ func (m *AZModel) Command(u []float64) error {
 	if len(u) != len(m.cfg.Command) {
 		return fmt.Errorf("vrepsim: model: %d command values, want %d", len(u), len(m.cfg.Command))
 	}
-	for i, x := range u {
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return fmt.Errorf("vrepsim: model: command value %d is %v", i, x)
-		}
+	if err := finite("vrepsim: model: command", u); err != nil {
+		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -143,10 +136,10 @@ func (m *AZModel) Sync(measured []float64) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := finite("vrepsim: model: measured", measured); err != nil {
+		return err
+	}
 	for i, k := range m.cfg.Measure {
-		if math.IsNaN(measured[i]) || math.IsInf(measured[i], 0) {
-			return fmt.Errorf("vrepsim: model: measured value %d is %v", i, measured[i])
-		}
 		m.reply[k] = measured[i]
 	}
 	m.have = true
@@ -188,3 +181,24 @@ func (m *AZModel) Follow(measured []float64) {
 // maxFollow bounds the steps Follow moves by: a scene restarted or far off
 // is the twin's to find, not to follow.
 const maxFollow = 20
+
+// readInto fills dst from reply by index (0 the time, j+1 joint j): the
+// newest read, or NaN before the first.
+func readInto(dst []float64, measure []int, reply []float64, have bool) {
+	for i, k := range measure {
+		dst[i] = math.NaN()
+		if have {
+			dst[i] = reply[k]
+		}
+	}
+}
+
+// finite refuses a NaN or an infinite value, naming what and where.
+func finite(what string, v []float64) error {
+	for i, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("%s value %d is %v", what, i, x)
+		}
+	}
+	return nil
+}

@@ -157,12 +157,7 @@ func (m *ZMQModel) Measure(dst []float64) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for i, k := range m.cfg.Measure {
-		dst[i] = math.NaN()
-		if m.have {
-			dst[i] = m.reply[k]
-		}
-	}
+	readInto(dst, m.cfg.Measure, m.reply, m.have)
 	return nil
 }
 
@@ -171,10 +166,8 @@ func (m *ZMQModel) Command(u []float64) error {
 	if len(u) != len(m.cfg.Command) {
 		return fmt.Errorf("vrepsim: zmq model: %d command values, want %d", len(u), len(m.cfg.Command))
 	}
-	for i, x := range u {
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return fmt.Errorf("vrepsim: zmq model: command value %d is %v", i, x)
-		}
+	if err := finite("vrepsim: zmq model: command", u); err != nil {
+		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -205,10 +198,8 @@ func (m *ZMQModel) Sync(measured []float64) error {
 	if len(measured) != len(m.cfg.Measure) {
 		return fmt.Errorf("vrepsim: zmq model: %d measured values, want %d", len(measured), len(m.cfg.Measure))
 	}
-	for i, x := range measured {
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return fmt.Errorf("vrepsim: zmq model: measured value %d is %v", i, x)
-		}
+	if err := finite("vrepsim: zmq model: measured", measured); err != nil {
+		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
